@@ -1,0 +1,60 @@
+"""Measurement records: one small JSON file per measurement, written atomically.
+
+measurements.csv is only ever rebuilt from these files, so a crash while
+aggregating loses nothing and a half-written record never exists.
+"""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+# The columns of measurements.csv and baselines.csv, in order (CONTRACT.md).
+COLUMNS = [
+    "campaign", "host", "array", "target", "fs_type", "op", "pattern", "block_size", "direct",
+    "streams", "rep", "bytes", "seconds", "mb_s", "seconds_durable", "mb_s_durable", "engine",
+    "cache", "cached_before", "started_at", "flags",
+]  # fmt: skip
+
+# Figures shorter than this are dominated by start-up and caches (IO500 wants minutes).
+SHORT_SECONDS = 1.0
+# A read that begins with more than this fraction of its file cached is not a cold read.
+CACHED_LIMIT = 0.02
+
+
+def write_json(path, data) -> None:
+    """Write `data` to `path` so that readers see the old file or the whole new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def read_json(path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def rate(nbytes: int, seconds: float) -> float:
+    """MB/s as dd prints it: bytes / seconds / 10^6."""
+    return nbytes / seconds / 1e6 if seconds > 0 else float("nan")
+
+
+def flags_for(row: dict, expected_bytes: int) -> str:
+    """The doubts about one figure, `;`-separated (empty when there are none)."""
+    flags = []
+    if row["bytes"] != expected_bytes:
+        flags.append("short-transfer")
+    if min(row["seconds"], row["seconds_durable"]) < SHORT_SECONDS:
+        flags.append("short")
+    if row["op"] == "read" and row["cached_before"] > CACHED_LIMIT:
+        flags.append("cached")
+    return ";".join(flags)
