@@ -90,7 +90,7 @@ def validate(config: dict) -> dict:
     if not isinstance(config, dict):
         raise _fail("(top level)", config, "a mapping of campaign keys")
     validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
-    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
     if errors:
         raise _describe(errors[0])
     _check_semantics(config)

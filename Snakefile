@@ -1,0 +1,22 @@
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# A campaign given with --configfile stands alone: config/config.yaml is read only without one.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/array.smk"
+include: "rules/filesystem.smk"
+include: "rules/measure.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

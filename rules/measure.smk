@@ -1,0 +1,43 @@
+# One write and the read of what it wrote, per cell. Each result is its own file, written atomically.
+
+for target in TARGETS:
+
+    rule:
+        name:
+            rule_name("write", target)
+        input:
+            state_file(target, "attached.json" if target == "raw" else "mounted.json"),
+        output:
+            record_file(target, "write"),
+        params:
+            cell=cell_spec(target),
+            workdir=workdir,
+        log:
+            log_file("write", target),
+        message:
+            f"write {target} on {{wildcards.array}}: {{wildcards.pattern}} bs={{wildcards.bs}} {{wildcards.io}} x{{wildcards.streams}} rep {{wildcards.rep}}"
+        resources:
+            storage_io=1,
+        priority: priority(target, 3)
+        script:
+            "../scripts/write.py"
+
+    rule:
+        name:
+            rule_name("read", target)
+        input:
+            record_file(target, "write"),
+        output:
+            record_file(target, "read"),
+        params:
+            cell=cell_spec(target),
+            workdir=workdir,
+        log:
+            log_file("read", target),
+        message:
+            f"read {target} on {{wildcards.array}}: {{wildcards.pattern}} bs={{wildcards.bs}} {{wildcards.io}} x{{wildcards.streams}} rep {{wildcards.rep}}"
+        resources:
+            storage_io=1,
+        priority: priority(target, 4)
+        script:
+            "../scripts/read.py"

@@ -1,0 +1,45 @@
+# Results: tidy tables, statistics, plots and provenance, rebuilt from the per-measurement records.
+
+
+rule aggregate:
+    input:
+        records=cell_files("write") + cell_files("read"),
+        released=expand(f"{RESULTS}/state/{{array}}/released.json", array=CAMPAIGN["arrays"]),
+    output:
+        measurements=f"{RESULTS}/measurements.csv",
+        summary=f"{RESULTS}/summary.csv",
+        markdown=f"{RESULTS}/summary.md",
+    params:
+        campaign=NAME,
+    log:
+        f"{RESULTS}/logs/aggregate.log",
+    script:
+        "../scripts/aggregate.py"
+
+
+rule plots:
+    input:
+        measurements=f"{RESULTS}/measurements.csv",
+        summary=f"{RESULTS}/summary.csv",
+    output:
+        f"{RESULTS}/plots/throughput.png",
+        f"{RESULTS}/plots/throughput.svg",
+    params:
+        outdir=f"{RESULTS}/plots",
+    log:
+        f"{RESULTS}/logs/plots.log",
+    script:
+        "../scripts/plot.py"
+
+
+rule provenance:
+    input:
+        records=cell_files("write") + cell_files("read"),
+    output:
+        f"{RESULTS}/provenance.json",
+    params:
+        campaign=NAME,
+    log:
+        f"{RESULTS}/logs/provenance.log",
+    script:
+        "../scripts/provenance.py"

@@ -1,0 +1,79 @@
+"""Where the figures came from: host, kernel, tools, and per array and filesystem how it was set up."""
+
+import os
+import platform
+import socket
+from pathlib import Path
+
+from .system import version
+
+TOOLS = {
+    "mkfs.ext4": ["mkfs.ext4", "-V"],
+    "mkfs.xfs": ["mkfs.xfs", "-V"],
+    "mkfs.btrfs": ["mkfs.btrfs", "--version"],
+    "fio": ["fio", "--version"],
+    "dd": ["dd", "--version"],
+    "losetup": ["losetup", "--version"],
+    "mount": ["mount", "--version"],
+}
+
+
+def _os_release() -> str:
+    try:
+        fields = dict(
+            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
+        )
+        return fields.get("PRETTY_NAME", "").strip('"')
+    except OSError:
+        return ""
+
+
+def _cpu() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def _mem_bytes() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def host() -> dict:
+    import snakemake
+
+    return {
+        "host": socket.gethostname(),
+        "kernel": platform.release(),
+        "kernel_version": platform.version(),
+        "distribution": _os_release(),
+        "cpu": _cpu(),
+        "cpus": os.cpu_count(),
+        "memory_bytes": _mem_bytes(),
+        "python": platform.python_version(),
+        "snakemake": snakemake.__version__,
+        "tools": {name: version(argv) for name, argv in TOOLS.items()},
+    }
+
+
+def setups(records: list[dict]) -> dict:
+    """Per array: its devices; per filesystem on it: mkfs and mount options as asked and as read back."""
+    arrays = {}
+    for rec in records:
+        cell, setup = rec["cell"], rec["setup"]
+        entry = arrays.setdefault(cell["array"], {"spec": cell["array_spec"], "devices": setup["info"], "targets": {}})
+        if cell["target"] == "raw" or cell["target"] in entry["targets"]:
+            continue
+        fs = setup["filesystem"]
+        entry["targets"][cell["target"]] = {
+            "fs_type": fs["fs_type"],
+            "uuid": fs["uuid"],
+            "mkfs_argv": fs["mkfs_argv"],
+            "mkfs_readback": fs["mkfs_readback"],
+            "mount_options_asked": setup["mount"]["asked"],
+            "mount_options_read_back": setup["mount"]["options"],
+        }
+    return arrays

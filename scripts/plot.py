@@ -1,0 +1,13 @@
+"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable."""
+
+import pandas as pd
+from fsbench.plots import plot_campaign
+from fsbench.steplog import run_step
+
+
+def plot(inp, outdir):
+    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), outdir)
+    return [str(p) for p in paths]
+
+
+run_step(snakemake.log[0], plot, snakemake.input, snakemake.params.outdir)

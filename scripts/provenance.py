@@ -1,0 +1,17 @@
+"""provenance.json: the host and tools, and how every array and filesystem was set up."""
+
+from fsbench import provenance
+from fsbench.records import read_json, write_json
+from fsbench.steplog import run_step
+
+
+def collect(paths):
+    records = [read_json(p) for p in paths]
+    return {
+        "campaign": snakemake.params.campaign,
+        "host": provenance.host(),
+        "arrays": provenance.setups(records),
+    }
+
+
+write_json(snakemake.output[0], run_step(snakemake.log[0], collect, snakemake.input.records))
