@@ -34,8 +34,29 @@ _FS = re.compile(
     r"|lustre|gpfs|beegfs|cephfs|ocfs2|gfs2|tmpfs|bcachefs)\b",
     re.IGNORECASE,
 )
-_NOT_DEVICES = ("/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/full", "/dev/std", "/dev/fd/", "/dev/shm/")
-_TEXT_COLUMNS = ["campaign", "host", "array", "target", "fs_type", "op", "pattern", "engine", "cache", "started_at", "flags"]
+_NOT_DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/full",
+    "/dev/std",
+    "/dev/fd/",
+    "/dev/shm/",
+)
+_TEXT_COLUMNS = [
+    "campaign",
+    "host",
+    "array",
+    "target",
+    "fs_type",
+    "op",
+    "pattern",
+    "engine",
+    "cache",
+    "started_at",
+    "flags",
+]
 
 
 def dd_size(value: str) -> int | None:
@@ -123,7 +144,7 @@ def parse_dd_log(text: str) -> list[dict]:
 
     Keys: heading, command, records_in/records_out ((full, partial) or None), bytes, seconds, rate (as
     printed), real (seconds of the shell's `real` line or None), bs, count, block_size, direct, op, target,
-    fs_type, expected_bytes (count x bs, or None) and flags.
+    fs_type, expected_bytes (count x bs, or None), seconds_durable (real, else seconds) and flags.
     """
     runs, last_named = _closed_runs(text), ""
     for run in runs:
@@ -138,17 +159,19 @@ def parse_dd_log(text: str) -> list[dict]:
         else:
             op = next((w for w in ("write", "read") if re.search(rf"\b{w}", heading)), "")
         last_named = _named_target(heading) or last_named  # "Different block size:" keeps the last target
-        device = any(p.startswith("/dev/") and not p.startswith(_NOT_DEVICES) for p in (ops.get("if"), ops.get("of")) if p)
+        device = any(
+            p.startswith("/dev/") and not p.startswith(_NOT_DEVICES) for p in (ops.get("if"), ops.get("of")) if p
+        )
         target = "raw" if device else last_named
-        flagged = "count_bytes" in ops.get("iflag", "")
-        expected = count if flagged else count * bs if count and bs else None
+        iflags, oflags = ops.get("iflag", "").split(","), ops.get("oflag", "").split(",")
+        expected = count if "count_bytes" in iflags else count * bs if count and bs else None
         durable = run["real"] if run["real"] is not None else run["seconds"]
         row = {"bytes": run["bytes"], "seconds": run["seconds"], "seconds_durable": durable, "op": op}
         flags = [f for f in flags_for({**row, "cached_before": math.nan}, expected or run["bytes"]).split(";") if f]
         if any(r and r[1] for r in (run["records_in"], run["records_out"])):
             flags.append("partial-records")
         run.update(bs=bs, count=count, block_size=bs, op=op, target=target, fs_type=target, expected_bytes=expected,
-                   direct="direct" in ops.get("iflag", "") + "," + ops.get("oflag", ""), flags=";".join(flags))  # fmt: skip
+                   seconds_durable=durable, direct="direct" in iflags + oflags, flags=";".join(flags))  # fmt: skip
     return runs
 
 
@@ -158,7 +181,7 @@ def dd_log_rows(name: str, text: str) -> list[dict]:
     for run in parse_dd_log(text):
         key = (run["target"], run["op"], run["block_size"])
         seen[key] = seen.get(key, 0) + 1
-        durable = run["real"] if run["real"] is not None else run["seconds"]
+        durable = run["seconds_durable"]
         rows.append({
             "campaign": name, "host": "", "array": name, "target": run["target"], "fs_type": run["fs_type"],
             "op": run["op"], "pattern": "seq", "block_size": math.nan if run["bs"] is None else run["bs"],
@@ -174,7 +197,7 @@ def load_baseline(name: str, path) -> pd.DataFrame:
     """The rows of baseline `name`: an earlier measurements.csv (campaign set to `name`) or a dd log."""
     path = Path(path)
     try:
-        text = path.read_text(errors="replace").lstrip("\ufeff")
+        text = path.read_bytes().decode(errors="replace").lstrip("\ufeff")  # keeps status=progress \r
     except OSError as e:
         raise ValueError(f"baseline {name!r}: cannot read {path}: {e.strerror or e}") from e
     header = {h.strip().strip('"') for h in text.split("\n", 1)[0].split(",")}

@@ -72,7 +72,10 @@ def _describe(error: jsonschema.ValidationError) -> ConfigError:
         maybe = f" (did you mean '{hint[0]}'?)" if hint else ""
         return ConfigError(f"config key '{key}' is not known{maybe}; allowed keys here: {', '.join(allowed)}")
     if error.validator == "required":
-        return ConfigError(f"config key '{_key(path)}' lacks a required key: {error.message}")
+        missing = error.message.split("'")[1]
+        return ConfigError(
+            f"config key '{_key(path)}' lacks '{missing}', which is required; allowed: {error.schema['properties'][missing].get('description', 'see config/schema.yaml')}"
+        )
     allowed = error.schema.get("description")
     if not allowed:
         if error.validator == "enum":
@@ -97,20 +100,17 @@ def validate(config: dict) -> dict:
     return config
 
 
-def _size(config: dict, section: str, key: str, index=None) -> int:
-    where = config[section] if section else config
-    value = where[key] if index is None else where[key][index]
-    name = f"{section + '.' if section else ''}{key}" + (f"[{index}]" if index is not None else "")
+def _size(value, key: str) -> int:
     try:
         return parse_size(value)
     except ValueError:
-        raise _fail(name, value, SIZE_ALLOWED) from None
+        raise _fail(key, value, SIZE_ALLOWED) from None
 
 
 def _check_semantics(config: dict) -> None:
     io = config["io"]
-    io["size"] = _size(config, "io", "size")
-    io["block_sizes"] = [_size(config, "io", "block_sizes", i) for i in range(len(io["block_sizes"]))]
+    io["size"] = _size(io["size"], "io.size")
+    io["block_sizes"] = [_size(bs, f"io.block_sizes[{i}]") for i, bs in enumerate(io["block_sizes"])]
     if len(set(io["block_sizes"])) != len(io["block_sizes"]):
         raise _fail("io.block_sizes", [format_size(b) for b in io["block_sizes"]], "each block size once")
     for i, bs in enumerate(io["block_sizes"]):
@@ -118,8 +118,10 @@ def _check_semantics(config: dict) -> None:
             raise _fail(f"io.block_sizes[{i}]", format_size(bs), f"at most io.size ({format_size(io['size'])})")
         if io["size"] % bs:
             raise _fail(
-                f"io.block_sizes[{i}]", format_size(bs), f"a divisor of io.size ({format_size(io['size'])}), "
-                "so that count = size / block size moves exactly io.size bytes"
+                f"io.block_sizes[{i}]",
+                format_size(bs),
+                f"a divisor of io.size ({format_size(io['size'])}), "
+                "so that count = size / block size moves exactly io.size bytes",
             )
     if not config["raw"] and not config["filesystems"]:
         raise _fail("filesystems", {}, "at least one filesystem, or raw: true")
@@ -135,13 +137,14 @@ def _check_semantics(config: dict) -> None:
         fs["mkfs"] = [str(a) for a in fs["mkfs"]]
     written = io["size"] * max(io["streams"])
     for name, array in config["arrays"].items():
-        array["size"] = _size(config["arrays"], name, "size") if "size" in array else None
+        array["size"] = _size(array["size"], f"arrays.{name}.size")
         need = int(written * (1 + FS_OVERHEAD)) if config["filesystems"] else written
         for fs in config["filesystems"].values():
             need = max(need, FS_MIN_IMAGE.get(fs["type"], 0))
         if array["kind"] == "loop" and array["size"] < need:
             raise _fail(
-                f"arrays.{name}.size", format_size(array["size"]),
+                f"arrays.{name}.size",
+                format_size(array["size"]),
                 f"at least {-(-need // 2**20)}MiB: io.size × streams ({format_size(written)}) plus filesystem overhead",
             )
 

@@ -1,0 +1,51 @@
+"""Shared fixtures: a private scratch folder per test that is always released, and a campaign runner."""
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+from fsbench import devices  # noqa: E402
+
+SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
+SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices, mkfs and mount need root")
+
+
+def held(scratch) -> list[str]:
+    """Mounts and loop devices that still belong to `scratch`."""
+    root = str(Path(scratch).resolve()) + "/"
+    found = [m.mountpoint for m in devices.mounts() if (m.mountpoint + "/").startswith(root)]
+    return found + [d for d, b in devices.loop_backing().items() if b.startswith(root)]
+
+
+@pytest.fixture
+def scratch():
+    """A fresh scratch folder; whatever a test leaves under it is released, and the test fails if it leaked."""
+    path = SCRATCH_ROOT / uuid.uuid4().hex[:12]
+    path.mkdir(parents=True)
+    yield path
+    leaked = held(path)
+    devices.release(path)
+    subprocess.run(["rm", "-rf", str(path)], check=False)
+    assert not leaked, f"left attached or mounted: {leaked}"
+
+
+def run_campaign(workdir: Path, config: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the workflow on `config` in `workdir`, as a user would with --configfile."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg = workdir / "campaign.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
+    proc = subprocess.run([*argv, "--configfile", str(cfg)], capture_output=True, text=True, timeout=1200)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+    return proc

@@ -1,0 +1,126 @@
+"""Campaign validation: every bad value is refused with its key, its value and what is allowed."""
+
+import pytest
+import yaml
+from fsbench.config import ConfigError, cells, targets, validate
+
+from conftest import REPO
+
+GOOD = {
+    "campaign": "t",
+    "arrays": {"demo": {"kind": "loop", "size": "2GiB"}},
+    "filesystems": {"ext3": {"type": "ext3", "mkfs": ["-j", "-T", "largefile4", "-b", 4096]}, "xfs": {"type": "xfs"}},
+    "io": {"size": "256MiB", "block_sizes": ["1MiB", "4M"], "repeats": 2},
+}
+
+
+def with_(path: str, value):
+    """GOOD with one key (dotted path) set to `value`; the value None deletes the key."""
+    import copy
+
+    config = copy.deepcopy(GOOD)
+    *parents, last = path.split(".")
+    node = config
+    for p in parents:
+        node = node.setdefault(p, {})
+    if value is None:
+        del node[last]
+    else:
+        node[last] = value
+    return config
+
+
+def test_good_campaign_gets_defaults_and_bytes():
+    c = validate(GOOD)
+    assert c["io"]["block_sizes"] == [2**20, 4 * 2**20]
+    assert c["io"]["size"] == 256 * 2**20
+    assert c["io"]["engine"] == "python" and c["io"]["cache"] == "drop" and c["io"]["data"] == "random"
+    assert c["raw"] is True and c["scratch"] == "/var/tmp/fsbench"
+    assert c["filesystems"]["ext3"]["mkfs"] == ["-j", "-T", "largefile4", "-b", "4096"]
+    assert c["arrays"]["demo"] == {"kind": "loop", "members": 1, "size": 2**31}
+    assert targets(c, "demo") == ["raw", "ext3", "xfs"]
+    assert len(list(cells(c))) == 3 * 2 * 2
+
+
+def test_empty_campaign_is_the_schema_default():
+    c = validate({})
+    assert list(c["arrays"]) == ["demo"] and c["filesystems"] == {} and c["raw"] is True
+    assert len(list(cells(c))) == 3
+
+
+def test_default_config_file_is_valid():
+    c = validate(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    assert targets(c, "demo") == ["raw", "ext3", "ext4", "xfs", "btrfs"]
+    assert c["filesystems"]["ext3"]["mkfs"] == ["-j", "-T", "largefile4", "-b", "4096"]
+
+
+def test_repeats_are_outermost():
+    reps = [c.rep for c in cells(validate(GOOD)) if c.target == "raw"]
+    assert reps == [1, 1, 2, 2]
+
+
+CASES = [
+    # (key path, bad value, text the message must contain)
+    ("filesytems", {}, "'filesytems' is not known (did you mean 'filesystems'?)"),
+    ("io.blocksizes", ["1M"], "'io.blocksizes' is not known (did you mean 'block_sizes'?)"),
+    ("arrays.demo.sise", "1G", "'arrays.demo.sise' is not known"),
+    ("campaign", "../x", "'campaign': value '../x'"),
+    ("campaign", "a/b", "'campaign': value 'a/b'"),
+    ("campaign", "", "'campaign': value ''"),
+    ("campaign", 7, "'campaign': value 7"),
+    ("arrays", {"../x": {"kind": "loop"}}, "'arrays': value '../x'"),
+    ("filesystems", {"a/b": {"type": "xfs"}}, "'filesystems': value 'a/b'"),
+    ("arrays", {}, "'arrays'"),
+    ("arrays.demo.kind", "floppy", "'arrays.demo.kind': value 'floppy' is not allowed; allowed: loop"),
+    ("arrays.demo.size", "lots", "'arrays.demo.size': value 'lots'"),
+    ("arrays.demo.size", "100M", "'arrays.demo.size': value '100MiB' is not allowed; allowed: at least"),
+    ("arrays.demo.members", 0, "'arrays.demo.members': value 0"),
+    ("filesystems.xfs.type", "ntfs", "'filesystems.xfs.type': value 'ntfs' is not allowed; allowed: one of ext2"),
+    ("filesystems.xfs.mkfs", "-f", "'filesystems.xfs.mkfs': value '-f'"),
+    ("filesystems.xfs.mount", ["a,b"], "'filesystems.xfs.mount[0]': value 'a,b'"),
+    ("filesystems.xfs.type", None, "'filesystems.xfs' lacks 'type', which is required; allowed: one of ext2"),
+    ("io.size", "0", "'io.size': value '0'"),
+    ("io.size", "-1M", "'io.size': value '-1M'"),
+    ("io.size", "1.5Q", "'io.size': value '1.5Q'"),
+    ("io.size", "big", "'io.size': value 'big'"),
+    ("io.block_sizes", [], "'io.block_sizes': value []"),
+    ("io.block_sizes", ["1MiB", "1M"], "'io.block_sizes'"),
+    ("io.block_sizes", ["512MiB"], "'io.block_sizes[0]': value '512MiB' is not allowed; allowed: at most io.size"),
+    ("io.block_sizes", ["3MiB"], "a divisor of io.size"),
+    ("io.block_sizes", "1M", "'io.block_sizes': value '1M'"),
+    ("io.repeats", 0, "'io.repeats': value 0"),
+    ("io.repeats", -2, "'io.repeats': value -2"),
+    ("io.repeats", "3", "'io.repeats': value '3'"),
+    ("io.engine", "fo", "'io.engine': value 'fo'"),
+    ("io.cache", "maybe", "'io.cache': value 'maybe'"),
+    ("io.data", "ones", "'io.data': value 'ones'"),
+    ("io.streams", [0], "'io.streams[0]': value 0"),
+    ("io.patterns", [], "'io.patterns': value []"),
+    ("raw", "yes", "'raw': value 'yes'"),
+    ("scratch", "relative/dir", "'scratch': value 'relative/dir'"),
+    ("filesystems.raw", {"type": "xfs"}, "'filesystems.raw'"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), CASES, ids=[f"{p}={v!r}" for p, v, _ in CASES])
+def test_bad_value_is_named(path, value, expected):
+    with pytest.raises(ConfigError) as err:
+        validate(with_(path, value))
+    message = str(err.value)
+    assert expected in message
+    assert "allowed" in message
+
+
+def test_nothing_to_measure():
+    with pytest.raises(ConfigError, match="'filesystems'.*at least one filesystem, or raw: true"):
+        validate(with_("filesystems", {}) | {"raw": False})
+
+
+def test_names_differing_only_by_dash_and_underscore():
+    with pytest.raises(ConfigError, match="differs"):
+        validate(with_("filesystems", {"a-b": {"type": "xfs"}, "a_b": {"type": "xfs"}}))
+
+
+def test_not_a_mapping():
+    with pytest.raises(ConfigError, match="a mapping"):
+        validate(["x"])
