@@ -1,6 +1,7 @@
 """The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable."""
 
 import pandas as pd
+
 from fsbench.plots import plot_campaign
 from fsbench.steplog import run_step
 

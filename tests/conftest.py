@@ -29,14 +29,14 @@ def held(scratch) -> list[str]:
 
 @pytest.fixture
 def scratch():
-    """A fresh scratch folder; whatever a test leaves under it is released, and the test fails if it leaked."""
+    """A fresh scratch folder; whatever a test leaves under it is released, and the test fails if that fails."""
     path = SCRATCH_ROOT / uuid.uuid4().hex[:12]
     path.mkdir(parents=True)
     yield path
-    leaked = held(path)
     devices.release(path)
+    leaked = held(path)
     subprocess.run(["rm", "-rf", str(path)], check=False)
-    assert not leaked, f"left attached or mounted: {leaked}"
+    assert not leaked, f"still attached or mounted after release: {leaked}"
 
 
 def run_campaign(workdir: Path, config: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:

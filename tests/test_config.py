@@ -2,6 +2,7 @@
 
 import pytest
 import yaml
+
 from fsbench.config import ConfigError, cells, targets, validate
 
 from conftest import REPO

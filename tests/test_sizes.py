@@ -1,4 +1,5 @@
 import pytest
+
 from fsbench.sizes import format_size, parse_size
 
 

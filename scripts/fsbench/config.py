@@ -73,8 +73,8 @@ def _describe(error: jsonschema.ValidationError) -> ConfigError:
         return ConfigError(f"config key '{key}' is not known{maybe}; allowed keys here: {', '.join(allowed)}")
     if error.validator == "required":
         missing = error.message.split("'")[1]
-        return ConfigError(
-            f"config key '{_key(path)}' lacks '{missing}', which is required; allowed: {error.schema['properties'][missing].get('description', 'see config/schema.yaml')}"
+        allowed = error.schema["properties"][missing].get("description", "see config/schema.yaml")
+        return ConfigError(f"config key '{_key(path)}' lacks '{missing}', which is required; allowed: {allowed}")
         )
     allowed = error.schema.get("description")
     if not allowed:

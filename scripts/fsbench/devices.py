@@ -102,9 +102,7 @@ def attach_loop_images(images_dir, members: int, size: int) -> list[str]:
 def _make_image(image: Path, size: int) -> None:
     free = shutil.disk_usage(image.parent).free + (image.stat().st_size if image.exists() else 0)
     if free < size:
-        raise DeviceError(
-            f"not enough space for loop image {image}: need {size} bytes, {free} free in {image.parent}"
-        )
+        raise DeviceError(f"not enough space for loop image {image}: need {size} bytes, {free} free in {image.parent}")
     fd = os.open(image, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         os.ftruncate(fd, size)

@@ -20,9 +20,7 @@ TOOLS = {
 
 def _os_release() -> str:
     try:
-        fields = dict(
-            line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line
-        )
+        fields = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
         return fields.get("PRETTY_NAME", "").strip('"')
     except OSError:
         return ""

@@ -1,0 +1,72 @@
+"""Loop images, mkfs, mount and release, for real; and the guard that keeps fsbench off other devices."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fsbench import devices
+
+from conftest import held, needs_root
+
+pytestmark = needs_root
+MiB = 2**20
+
+
+def test_attach_is_idempotent_and_uses_direct_io(scratch):
+    first = devices.attach_loop_images(scratch / "images", 1, 64 * MiB)
+    again = devices.attach_loop_images(scratch / "images", 1, 64 * MiB)
+    assert first == again
+    name = Path(first[0]).name
+    assert Path(f"/sys/block/{name}/loop/dio").read_text().strip() == "1"
+    assert devices.device_size(first[0]) == 64 * MiB
+    image = scratch / "images" / "member0.img"
+    assert os.stat(image).st_blocks * 512 >= 64 * MiB  # preallocated, not sparse
+
+
+def test_check_ours_refuses_other_devices(scratch, tmp_path):
+    dev = devices.attach_loop_images(scratch / "images", 1, 16 * MiB)[0]
+    devices.check_ours(dev, scratch)
+    with pytest.raises(devices.DeviceError, match="not a loop device of this campaign"):
+        devices.check_ours(dev, tmp_path)
+    root = next(m.source for m in devices.mounts() if m.mountpoint == "/")
+    if root.startswith("/dev/"):
+        with pytest.raises(devices.DeviceError):
+            devices.check_ours(root, scratch)
+    with pytest.raises(devices.DeviceError, match="not a block device"):
+        devices.check_ours("/dev/null", scratch)
+
+
+@pytest.mark.parametrize("fs_type", ["ext3", "ext4", "xfs", "btrfs"])
+def test_make_mount_and_remake_only_when_settings_change(scratch, fs_type):
+    dev = devices.attach_loop_images(scratch / "images", 1, 320 * MiB)[0]
+    state, mnt = scratch / "filesystem.json", scratch / "mnt"
+    made = devices.ensure_filesystem([dev], mnt, fs_type, [], "fp1", state)
+    assert made["made_now"] and devices.probe(dev)["type"] == fs_type
+    assert made["mkfs_readback"]
+    if fs_type.startswith("ext"):
+        assert "lazy_itable_init=0" in " ".join(made["mkfs_argv"])
+    m = devices.ensure_mounted(dev, mnt, fs_type, ["noatime"], made["uuid"])
+    assert m.source == dev and m.fstype == fs_type and "noatime" in m.options
+    assert devices.ensure_filesystem([dev], mnt, fs_type, [], "fp1", state)["made_now"] is False
+    assert devices.mount_at(mnt) is not None  # an unchanged filesystem stays mounted
+    remade = devices.ensure_filesystem([dev], mnt, fs_type, [], "fp2", state)
+    assert remade["made_now"] and remade["uuid"] != made["uuid"]
+    assert devices.mount_at(mnt) is None  # unmounted before it was remade
+
+
+def test_a_bad_mkfs_option_names_the_tools_error(scratch):
+    dev = devices.attach_loop_images(scratch / "images", 1, 64 * MiB)[0]
+    with pytest.raises(devices.ToolError, match=r"mkfs.ext4 .*--no-such-option.* failed \(exit"):
+        devices.ensure_filesystem([dev], scratch / "mnt", "ext4", ["--no-such-option"], "fp", scratch / "fs.json")
+
+
+def test_release_leaves_nothing(scratch):
+    dev = devices.attach_loop_images(scratch / "a" / "images", 1, 64 * MiB)[0]
+    made = devices.ensure_filesystem([dev], scratch / "a" / "mnt", "ext4", [], "fp", scratch / "a" / "fs.json")
+    devices.ensure_mounted(dev, scratch / "a" / "mnt", "ext4", [], made["uuid"])
+    assert held(scratch)
+    done = devices.release(scratch)
+    assert any("unmounted" in d for d in done) and any("detached" in d for d in done)
+    assert not held(scratch) and not list(scratch.glob("**/*.img"))
+    assert devices.release(scratch) == []  # nothing left to do the second time
