@@ -75,7 +75,6 @@ def _describe(error: jsonschema.ValidationError) -> ConfigError:
         missing = error.message.split("'")[1]
         allowed = error.schema["properties"][missing].get("description", "see config/schema.yaml")
         return ConfigError(f"config key '{_key(path)}' lacks '{missing}', which is required; allowed: {allowed}")
-        )
     allowed = error.schema.get("description")
     if not allowed:
         if error.validator == "enum":
