@@ -8,14 +8,16 @@ for target in TARGETS:
             rule_name("attach", target)
         output:
             temp(state_file(target, "attached.json")),
+        log:
+            log_file("attach", target),
+        priority: priority(target, 0)
+        conda:
+            "../envs/fsbench.yaml"
+        resources:
+            storage_io=1,
         params:
             array=array_spec,
             workdir=workdir,
-        log:
-            log_file("attach", target),
-        resources:
-            storage_io=1,
-        priority: priority(target, 0)
         script:
             "../scripts/attach.py"
 
@@ -25,12 +27,14 @@ rule release:
         array_reads,
     output:
         f"{RESULTS}/state/{{array}}/released.json",
-    params:
-        workdir=workdir,
     log:
         f"{RESULTS}/logs/release/{{array}}.log",
+    conda:
+        "../envs/fsbench.yaml"
     resources:
         storage_io=1,
+    params:
+        workdir=workdir,
     script:
         "../scripts/release.py"
 

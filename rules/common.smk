@@ -15,7 +15,6 @@ except campaign_config.ConfigError as e:
 
 NAME = CAMPAIGN["campaign"]
 RESULTS = f"results/{NAME}"
-SCRATCH = str(Path(CAMPAIGN["scratch"]) / NAME)
 TARGETS = campaign_config.targets(CAMPAIGN, None)
 CELL = "{array}/{target}/{pattern}-{bs}-{io}-{streams}s/rep{rep}"
 
@@ -35,7 +34,8 @@ def rule_name(stage, target):
 
 def priority(target, stage):
     """All of one target's jobs outrank the next target's, so filesystems never overlap on a device;
-    within a target, later stages first, so each cell's write is read before the next cell starts."""
+    within a target, later stages first, so each cell's write is read before the next cell starts.
+    """
     return (len(TARGETS) - TARGETS.index(target)) * 10 + stage
 
 
@@ -65,7 +65,10 @@ def fs_spec(target):
     def spec(wildcards):
         fs = CAMPAIGN["filesystems"][target]
         array = CAMPAIGN["arrays"][wildcards.array]
-        return fs | {"name": target, "fingerprint": campaign_config.fingerprint(fs, array)}
+        return fs | {
+            "name": target,
+            "fingerprint": campaign_config.fingerprint(fs, array),
+        }
 
     return spec
 

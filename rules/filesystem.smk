@@ -11,14 +11,16 @@ for target in CAMPAIGN["filesystems"]:
             state_file(target, "attached.json"),
         output:
             temp(state_file(target, "made.json")),
+        log:
+            log_file("mkfs", target),
+        priority: priority(target, 1)
+        conda:
+            "../envs/fsbench.yaml"
+        resources:
+            storage_io=1,
         params:
             fs=fs_spec(target),
             workdir=workdir,
-        log:
-            log_file("mkfs", target),
-        resources:
-            storage_io=1,
-        priority: priority(target, 1)
         script:
             "../scripts/mkfs.py"
 
@@ -29,13 +31,15 @@ for target in CAMPAIGN["filesystems"]:
             state_file(target, "made.json"),
         output:
             temp(state_file(target, "mounted.json")),
+        log:
+            log_file("mount", target),
+        priority: priority(target, 2)
+        conda:
+            "../envs/fsbench.yaml"
+        resources:
+            storage_io=1,
         params:
             fs=fs_spec(target),
             workdir=workdir,
-        log:
-            log_file("mount", target),
-        resources:
-            storage_io=1,
-        priority: priority(target, 2)
         script:
             "../scripts/mount.py"

@@ -9,16 +9,18 @@ for target in TARGETS:
             state_file(target, "attached.json" if target == "raw" else "mounted.json"),
         output:
             record_file(target, "write"),
+        log:
+            log_file("write", target),
+        priority: priority(target, 3)
+        conda:
+            "../envs/fsbench.yaml"
+        resources:
+            storage_io=1,
         params:
             cell=cell_spec(target),
             workdir=workdir,
-        log:
-            log_file("write", target),
         message:
             f"write {target} on {{wildcards.array}}: {{wildcards.pattern}} bs={{wildcards.bs}} {{wildcards.io}} x{{wildcards.streams}} rep {{wildcards.rep}}"
-        resources:
-            storage_io=1,
-        priority: priority(target, 3)
         script:
             "../scripts/write.py"
 
@@ -29,15 +31,17 @@ for target in TARGETS:
             record_file(target, "write"),
         output:
             record_file(target, "read"),
+        log:
+            log_file("read", target),
+        priority: priority(target, 4)
+        conda:
+            "../envs/fsbench.yaml"
+        resources:
+            storage_io=1,
         params:
             cell=cell_spec(target),
             workdir=workdir,
-        log:
-            log_file("read", target),
         message:
             f"read {target} on {{wildcards.array}}: {{wildcards.pattern}} bs={{wildcards.bs}} {{wildcards.io}} x{{wildcards.streams}} rep {{wildcards.rep}}"
-        resources:
-            storage_io=1,
-        priority: priority(target, 4)
         script:
             "../scripts/read.py"

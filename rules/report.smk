@@ -4,15 +4,19 @@
 rule aggregate:
     input:
         records=cell_files("write") + cell_files("read"),
-        released=expand(f"{RESULTS}/state/{{array}}/released.json", array=CAMPAIGN["arrays"]),
+        released=expand(
+            f"{RESULTS}/state/{{array}}/released.json", array=CAMPAIGN["arrays"]
+        ),
     output:
         measurements=f"{RESULTS}/measurements.csv",
         summary=f"{RESULTS}/summary.csv",
         markdown=f"{RESULTS}/summary.md",
-    params:
-        campaign=NAME,
     log:
         f"{RESULTS}/logs/aggregate.log",
+    conda:
+        "../envs/fsbench.yaml"
+    params:
+        campaign=NAME,
     script:
         "../scripts/aggregate.py"
 
@@ -24,10 +28,10 @@ rule plots:
     output:
         f"{RESULTS}/plots/throughput.png",
         f"{RESULTS}/plots/throughput.svg",
-    params:
-        outdir=f"{RESULTS}/plots",
     log:
         f"{RESULTS}/logs/plots.log",
+    conda:
+        "../envs/fsbench.yaml"
     script:
         "../scripts/plot.py"
 
@@ -37,9 +41,11 @@ rule provenance:
         records=cell_files("write") + cell_files("read"),
     output:
         f"{RESULTS}/provenance.json",
-    params:
-        campaign=NAME,
     log:
         f"{RESULTS}/logs/provenance.log",
+    conda:
+        "../envs/fsbench.yaml"
+    params:
+        campaign=NAME,
     script:
         "../scripts/provenance.py"
