@@ -25,7 +25,7 @@ DPI = 110
 OPS = ["write", "read"]
 MBS = "MB/s = 10^6 B/s as dd prints"
 # Above this many bars in a panel, value labels would overlap each other.
-MAX_LABELLED_BARS = 16
+MAX_LABELLED_BARS = 24
 
 
 def _style():
@@ -60,35 +60,40 @@ def _hues(summary: pd.DataFrame) -> tuple[list, dict]:
     return labels, dict(zip(labels, sns.color_palette("colorblind", len(labels)), strict=True))
 
 
+def _hue_title(summary: pd.DataFrame) -> str:
+    return ", ".join(["block size", *(("I/O" if c == "direct" else c) for c in varying(summary))])
+
+
 def _with_hue(frame: pd.DataFrame, vary) -> pd.DataFrame:
     return frame.assign(hue=[test_label(r, vary) for _, r in frame.iterrows()])
 
 
-def _positions(n_targets: int, n_hues: int, group: float = 0.8):
+def _positions(n_hues: int, group: float = 0.8):
     """Bar centre of (target i, hue j) and the bar width: hues side by side within each target."""
     width = group / n_hues
     return (lambda i, j: i + (j - (n_hues - 1) / 2) * width), width
 
 
 def _label(ax, x, y, text, n_bars, inside=True):
-    """A value on a bar: inside near the top when the bar is tall enough, else just above it."""
-    size = 10 if n_bars <= 8 else 8.5
+    """A value on a bar: inside, half-way up, when the bar is tall enough (clear of whiskers and dots), else above."""
+    size = 10 if n_bars <= 8 else 9
     ymax = ax.get_ylim()[1]
     if inside and y > 0.22 * ymax:
-        ax.text(x, y * 0.5, text, ha="center", va="center", rotation=90 if n_bars > 6 else 0,
+        ax.text(x, y * 0.5, text, ha="center", va="center", rotation=90 if n_bars > 8 else 0,
                 color="white", fontsize=size, fontweight="bold")  # fmt: skip
     else:
-        ax.text(x, y + 0.01 * ymax, text, ha="center", va="bottom", fontsize=size)
+        ax.text(x, y + 0.01 * ymax, text, ha="center", va="bottom", rotation=90 if n_bars > 12 else 0, fontsize=size)
 
 
-def _legend(fig, labels, colours, title, extra=()):
-    handles = [Patch(facecolor=colours[h], label=h) for h in labels] + list(extra)
+def _legend(fig, labels, colours, title, extra=(), prefix=""):
+    handles = [Patch(facecolor=colours[h], label=prefix + h) for h in labels] + list(extra)
     # Below the panels: above them it collides with the suptitle, inside them with the bars.
-    fig.legend(handles=handles, title=title, loc="outside lower center", ncol=min(len(handles), 6), frameon=False)
+    fig.legend(handles=handles, title=title, loc="outside lower center", ncol=min(len(handles), 4), frameon=False)
 
 
 def _figure(n_rows: int, n_cols: int, n_targets: int, n_bars: int) -> tuple[Figure, np.ndarray]:
-    width = n_cols * max(4.2, 1.2 + 0.42 * n_bars + 0.3 * n_targets)
+    # Wider with more bars, but capped so a many-filesystem campaign still fits a screen.
+    width = n_cols * min(7.5 if n_cols > 1 else 12, max(4.2, 1.2 + 0.42 * n_bars + 0.3 * n_targets))
     fig = Figure(figsize=(width, 1.6 + 3.6 * n_rows), layout="constrained")
     axes = fig.subplots(n_rows, n_cols, squeeze=False)
     return fig, axes
@@ -110,7 +115,7 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     for row, (name, part) in enumerate(panels):
         targets = _targets(part)
         hues = [h for h in labels if h in set(part["hue"])]
-        at, width = _positions(len(targets), len(hues))
+        at, width = _positions(len(hues))
         campaign, array = part["campaign"].iloc[0], part["array"].iloc[0]
         dots = reps[(reps["campaign"] == campaign) & (reps["array"] == array)]
         for ax, op in zip(axes[row], OPS, strict=True):
@@ -137,14 +142,16 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
             ax.set_xlabel("")
             if cells.empty:
                 ax.text(0.5, 0.5, f"no {op} measurements", transform=ax.transAxes, ha="center", color="gray")
+    several = (summary["n"] > 1).any()
     moved = _bytes(measurements["bytes"]) if len(measurements) else "?"
     engines = ", ".join(map(str, pd.unique(measurements["engine"].dropna()))) if len(measurements) else "?"
     fig.suptitle(
         f"Throughput: {moved} per measurement, engine {engines}\n"
-        f"bar = mean, whisker = 95% CI (Student t), dot = each repetition · {MBS}",
+        + ("bar = mean, whisker = 95% CI (Student t), dot = each repetition" if several else "one repetition, no CI")
+        + f" · {MBS}",
         fontsize=13,
     )
-    _legend(fig, labels, colours, "block size")
+    _legend(fig, labels, colours, _hue_title(summary))
     return fig
 
 
@@ -161,7 +168,7 @@ def _efficiency(summary: pd.DataFrame) -> Figure | None:
     for row, (name, part) in enumerate(panels):
         targets = _targets(part)
         hues = [h for h in labels if h in set(part["hue"])]
-        at, width = _positions(len(targets), len(hues))
+        at, width = _positions(len(hues))
         for ax, op in zip(axes[row], OPS, strict=True):
             ax.set_ylim(0, top)
             ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2)
@@ -178,7 +185,7 @@ def _efficiency(summary: pd.DataFrame) -> Figure | None:
             ax.set_title(f"{name} — {op}")
             ax.set_ylabel("median, as share of raw" if op == "write" else "")
     fig.suptitle(f"Filesystem efficiency: median throughput ÷ raw median (dashed line = raw)\n{MBS}", fontsize=13)
-    _legend(fig, labels, colours, "block size")
+    _legend(fig, labels, colours, _hue_title(summary))
     return fig
 
 
@@ -190,15 +197,15 @@ def _durable(summary: pd.DataFrame) -> Figure | None:
     writes = _with_hue(writes, varying(summary))
     panels = _panels(writes)
     n_targets = max(len(_targets(p)) for _, p in panels)
-    fig, axes = _figure(len(panels), 1, n_targets, 2 * n_targets * len(labels))
-    top = writes[["median", "median_durable"]].max().max() * 1.08
+    fig, axes = _figure(len(panels), 1, n_targets, max(2 * n_targets * len(labels), 14))
+    top = writes[["median", "median_durable"]].max().max() * 1.12  # room for the labels above the bars
     for row, (name, part) in enumerate(panels):
         ax = axes[row][0]
         ax.set_ylim(0, top)
         targets = _targets(part)
         hues = [h for h in labels if h in set(part["hue"])]
         # Per target and block size a pair: reported (solid) next to durable (hatched, lighter).
-        at, width = _positions(len(targets), 2 * len(hues))
+        at, width = _positions(2 * len(hues))
         n_bars = 2 * len(part)
         for _, c in part.iterrows():
             j = 2 * hues.index(c["hue"])
@@ -216,7 +223,7 @@ def _durable(summary: pd.DataFrame) -> Figure | None:
         ax.set_title(f"{name} — write")
         ax.set_ylabel("MB/s (median)")
     fig.suptitle(
-        "Writes: rate dd reports (solid) vs durable, including the flush to stable storage (hatched)\n"
+        "Writes: the rate dd reports (solid) vs durable,\nincluding the flush to stable storage (hatched)\n"
         f"median of the repetitions · {MBS}",
         fontsize=13,
     )
@@ -224,7 +231,7 @@ def _durable(summary: pd.DataFrame) -> Figure | None:
         Patch(facecolor="gray", label="reported by dd"),
         Patch(facecolor="gray", alpha=0.55, hatch="//", edgecolor="gray", label="durable (incl. flush)"),
     ]
-    _legend(fig, labels, colours, "block size", kinds)
+    _legend(fig, labels, colours, None, kinds, prefix="bs=")
     return fig
 
 
@@ -236,6 +243,8 @@ def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir) -> 
         return []
     summary = summary[summary["op"].isin(OPS)]
     measurements = measurements[measurements["op"].isin(OPS)] if len(measurements) else measurements
+    if summary.empty:
+        return []
     paths = []
     with _style():
         for name, make in [
@@ -248,6 +257,6 @@ def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir) -> 
                 continue
             for ext in ("png", "svg"):
                 path = outdir / f"{name}.{ext}"
-                fig.savefig(path, dpi=DPI)
+                fig.savefig(path, dpi=DPI, bbox_inches="tight")  # never clip a long legend
                 paths.append(path)
     return paths
