@@ -10,7 +10,6 @@ setup:
 
 bench: setup
 	$(SNAKEMAKE) --cores $(CORES)
-	@echo "results: results/$$(.venv/bin/python -c 'import yaml; print(yaml.safe_load(open("config/config.yaml")).get("campaign", "default"))')/"
 
 test: setup
 	.venv/bin/pytest -q tests
@@ -21,7 +20,7 @@ lint: setup
 	.venv/bin/snakefmt --check Snakefile rules
 	$(SNAKEMAKE) --lint --cores 1
 
-# Unmount, detach and delete everything the default campaign holds under its scratch folder.
+# Unmount, detach and delete everything a campaign holds under its scratch folder (CAMPAIGN=file.yaml).
+CAMPAIGN ?= config/config.yaml
 release: setup
-	.venv/bin/python -c 'import sys; sys.path.insert(0, "scripts"); import yaml; from fsbench.devices import release; \
-	c = yaml.safe_load(open("config/config.yaml")); print("\n".join(release(f"{c[\"scratch\"]}/{c[\"campaign\"]}")) or "nothing to release")'
+	PYTHONPATH=scripts .venv/bin/python -m fsbench release $(CAMPAIGN)

@@ -113,13 +113,18 @@ def array_reads(wildcards):
     return cell_files("read", wildcards.array)
 
 
+def plot_files():
+    names = ["throughput", "durable"] + (["efficiency"] if CAMPAIGN["raw"] else [])
+    return [f"{RESULTS}/plots/{name}.{ext}" for name in names for ext in ("png", "svg")]
+
+
 def final_outputs():
     return [
         f"{RESULTS}/measurements.csv",
         f"{RESULTS}/summary.csv",
         f"{RESULTS}/summary.md",
         f"{RESULTS}/provenance.json",
-        f"{RESULTS}/plots/throughput.png",
+        *plot_files(),
     ]
 
 

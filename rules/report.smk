@@ -26,8 +26,7 @@ rule plots:
         measurements=f"{RESULTS}/measurements.csv",
         summary=f"{RESULTS}/summary.csv",
     output:
-        f"{RESULTS}/plots/throughput.png",
-        f"{RESULTS}/plots/throughput.svg",
+        plot_files(),
     log:
         f"{RESULTS}/logs/plots.log",
     conda:

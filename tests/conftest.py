@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,16 +28,24 @@ def held(scratch) -> list[str]:
     return found + [d for d, b in devices.loop_backing().items() if b.startswith(root)]
 
 
-@pytest.fixture
-def scratch():
-    """A fresh scratch folder; whatever a test leaves under it is released, and the test fails if that fails."""
+@contextmanager
+def private_scratch():
+    """A fresh scratch folder; whatever is left under it is released, and that release must succeed."""
     path = SCRATCH_ROOT / uuid.uuid4().hex[:12]
     path.mkdir(parents=True)
-    yield path
-    devices.release(path)
-    leaked = held(path)
-    subprocess.run(["rm", "-rf", str(path)], check=False)
+    try:
+        yield path
+    finally:
+        devices.release(path)
+        leaked = held(path)
+        subprocess.run(["rm", "-rf", str(path)], check=False)
     assert not leaked, f"still attached or mounted after release: {leaked}"
+
+
+@pytest.fixture
+def scratch():
+    with private_scratch() as path:
+        yield path
 
 
 def run_campaign(workdir: Path, config: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -8,7 +8,7 @@ import pytest
 
 from fsbench.records import COLUMNS
 
-from conftest import held, needs_root, run_campaign
+from conftest import held, needs_root, private_scratch, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -31,17 +31,10 @@ def seed_campaign(scratch, name="seed"):
 
 @pytest.fixture(scope="module")
 def seed_run(tmp_path_factory):
-    """One real campaign, shared by the checks below; its scratch is released by the last of them."""
-    from conftest import SCRATCH_ROOT
-
+    """One real campaign, shared by the checks below."""
     work = tmp_path_factory.mktemp("seed")
-    scratch = SCRATCH_ROOT / f"seed-{work.name}"
-    scratch.mkdir(parents=True)
-    proc = run_campaign(work, seed_campaign(scratch))
-    yield work, scratch, proc
-    from fsbench import devices
-
-    devices.release(scratch)
+    with private_scratch() as scratch:
+        yield work, scratch, run_campaign(work, seed_campaign(scratch))
 
 
 def test_every_row_satisfies_the_contract(seed_run):

@@ -70,3 +70,24 @@ def test_release_leaves_nothing(scratch):
     assert any("unmounted" in d for d in done) and any("detached" in d for d in done)
     assert not held(scratch) and not list(scratch.glob("**/*.img"))
     assert devices.release(scratch) == []  # nothing left to do the second time
+
+
+def test_release_command_frees_a_campaign(scratch, tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    from conftest import REPO
+
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump({"campaign": "rel", "scratch": str(scratch), "arrays": {"a": {"kind": "loop"}}}))
+    devices.attach_loop_images(scratch / "rel" / "a" / "images", 1, 16 * MiB)
+    argv = [sys.executable, "-m", "fsbench", "release", str(campaign)]
+    env = {"PYTHONPATH": str(REPO / "scripts"), "PATH": os.environ["PATH"]}
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO)
+    assert proc.returncode == 0 and "detached" in proc.stdout
+    assert not held(scratch)
+    campaign.write_text("io: {repeats: 0}\n")
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO)
+    assert proc.returncode == 2 and "config key 'io.repeats': value 0" in proc.stderr

@@ -1,0 +1,33 @@
+"""Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host."""
+
+import argparse
+import sys
+
+import yaml
+
+from .config import ConfigError, validate
+from .devices import release
+from .steps import array_dir
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="fsbench")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rel = sub.add_parser("release", help="unmount, detach and delete what a campaign holds under its scratch")
+    rel.add_argument("campaign", help="the campaign file")
+    args = parser.parse_args(argv)
+    try:
+        with open(args.campaign) as f:
+            config = validate(yaml.safe_load(f))
+    except (OSError, ConfigError) as e:
+        print(f"fsbench: {e}", file=sys.stderr)
+        return 2
+    done = []
+    for array in config["arrays"]:
+        done += release(array_dir(config["scratch"], config["campaign"], array))
+    print("\n".join(done) or "nothing to release")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
