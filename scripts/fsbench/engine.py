@@ -8,6 +8,7 @@ import ctypes
 import mmap
 import os
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 PAGE = mmap.PAGESIZE
@@ -20,6 +21,48 @@ _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_ubyte)]
+
+
+@dataclass(frozen=True)
+class Stream:
+    """Where one stream's data goes: a file, or a region of a bare device starting at `offset`."""
+
+    path: str
+    offset: int = 0
+    device: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measurement as every engine runs it: each stream moves `size` bytes in `block_size` blocks."""
+
+    streams: tuple[Stream, ...]
+    size: int
+    block_size: int
+    pattern: str = "seq"  # seq | rand: rand touches every block once, in an order drawn from `seed`
+    direct: bool = False  # O_DIRECT
+    data: str = "random"  # random (incompressible) | zero
+    seed: int = 0
+
+    @property
+    def count(self) -> int:
+        return self.size // self.block_size
+
+
+def aggregate(streams: list[dict], command: str) -> dict:
+    """Many streams as one figure: total bytes over the time from the first start to the last end.
+
+    Each stream dict has bytes and the wall-clock (epoch seconds) start, end and end_durable.
+    """
+    start = min(s["start"] for s in streams)
+    return {
+        "bytes": sum(s["bytes"] for s in streams),
+        "seconds": max(s["end"] for s in streams) - start,
+        "seconds_durable": max(s["end_durable"] for s in streams) - start,
+        "started_at": datetime.fromtimestamp(start, UTC).isoformat(timespec="microseconds"),
+        "command": command,
+        "streams": streams,
+    }
 
 
 def now() -> str:
