@@ -100,7 +100,25 @@ CASES = [
     ("raw", "yes", "'raw': value 'yes'"),
     ("scratch", "relative/dir", "'scratch': value 'relative/dir'"),
     ("filesystems.raw", {"type": "xfs"}, "'filesystems.raw'"),
+    ("io.streams", [65], "'io.streams[0]': value 65"),
+    ("io.direct", ["yes"], "'io.direct[0]': value 'yes'"),
+    ("io.patterns", ["backwards"], "'io.patterns[0]': value 'backwards'"),
 ]
+
+
+def test_dd_cannot_do_rand():
+    with pytest.raises(ConfigError, match="'io.patterns'.*seq only with io.engine dd"):
+        validate(with_("io.engine", "dd") | {"io": GOOD["io"] | {"engine": "dd", "patterns": ["seq", "rand"]}})
+
+
+def test_direct_needs_aligned_block_sizes():
+    with pytest.raises(ConfigError, match=r"'io.block_sizes\[0\]': value '1000B'.*multiple of 4096"):
+        validate(with_("io", GOOD["io"] | {"size": 1000 * 4096, "block_sizes": [1000], "direct": [False, True]}))
+
+
+def test_streams_need_room_on_the_image():
+    with pytest.raises(ConfigError, match=r"'arrays.demo.size'.*io.size × streams \(2GiB\)"):
+        validate(with_("io", GOOD["io"] | {"size": "512MiB", "streams": [1, 4]}))
 
 
 @pytest.mark.parametrize(("path", "value", "expected"), CASES, ids=[f"{p}={v!r}" for p, v, _ in CASES])

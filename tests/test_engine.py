@@ -6,75 +6,121 @@ import zlib
 import pytest
 
 from fsbench import devices, engine
+from fsbench.engine import Job, Stream
 
 from conftest import needs_root
 
 MiB = 2**20
 
 
+def files(tmp_path, n=1):
+    return tuple(Stream(str(tmp_path / f"s{i}")) for i in range(n))
+
+
 def test_write_then_read_moves_exact_bytes(tmp_path):
-    path = str(tmp_path / "f")
-    w = engine.write(path, 8 * MiB, MiB)
-    assert w["bytes"] == 8 * MiB == os.path.getsize(path)
+    job = Job(files(tmp_path), 8 * MiB, MiB)
+    w = engine.write(job)
+    assert w["bytes"] == 8 * MiB == os.path.getsize(job.streams[0].path)
     assert 0 < w["seconds"] <= w["seconds_durable"]
     assert "os.fsync" in w["command"] and "8 x 1048576" in w["command"]
-    r = engine.read(path, 8 * MiB, 4 * MiB)
+    r = engine.read(Job(job.streams, 8 * MiB, 4 * MiB))
     assert r["bytes"] == 8 * MiB and r["seconds"] == r["seconds_durable"] > 0
 
 
+def test_streams_each_write_their_own_file_and_the_rate_spans_all(tmp_path):
+    job = Job(files(tmp_path, 3), 4 * MiB, MiB)
+    w = engine.write(job)
+    assert w["bytes"] == 12 * MiB and len(w["streams"]) == 3
+    assert all(os.path.getsize(s.path) == 4 * MiB for s in job.streams)
+    first = min(s["start"] for s in w["streams"])
+    assert w["seconds"] == pytest.approx(max(s["end"] for s in w["streams"]) - first)
+    contents = {open(s.path, "rb").read(MiB) for s in job.streams}
+    assert len(contents) == 3  # no two streams write the same data
+    r = engine.read(job)
+    assert r["bytes"] == 12 * MiB and len(r["streams"]) == 3
+
+
+def test_rand_touches_every_block_once(tmp_path):
+    job = Job(files(tmp_path), 64 * 4096, 4096, pattern="rand", seed=7)
+    order = engine.offsets(job, 0)
+    assert sorted(order) == [k * 4096 for k in range(64)] and order != sorted(order)
+    assert order == engine.offsets(job, 0)  # the same seed gives the same order
+    engine.write(job)
+    blob = open(job.streams[0].path, "rb").read()
+    assert len(blob) == 64 * 4096 and blob.count(bytes(4096)) == 0  # no block left as a hole
+    assert engine.read(job)["bytes"] == 64 * 4096
+
+
+def test_device_streams_use_their_own_regions(tmp_path):
+    path = tmp_path / "dev"
+    path.write_bytes(bytes(4 * MiB))
+    job = Job((Stream(str(path), 0, True), Stream(str(path), 2 * MiB, True)), 2 * MiB, MiB)
+    engine.write(job)
+    blob = path.read_bytes()
+    assert len(blob) == 4 * MiB and blob[:MiB] != blob[2 * MiB : 3 * MiB]
+    assert bytes(MiB) not in (blob[:MiB], blob[3 * MiB :])
+
+
+def test_direct_io_on_a_real_filesystem(tmp_path):
+    job = Job((Stream("/var/tmp/fsbench-direct-test.dat"),), 4 * MiB, 64 * 1024, direct=True)
+    try:
+        assert engine.write(job)["bytes"] == 4 * MiB
+        assert engine.read(job)["bytes"] == 4 * MiB
+        assert "O_DIRECT" in engine.read(job)["command"]
+    finally:
+        os.unlink(job.streams[0].path)
+
+
 def test_random_data_does_not_compress_and_zero_does(tmp_path):
-    for data, ratio_below in (("random", None), ("zero", 0.01)):
-        path = tmp_path / data
-        engine.write(str(path), 4 * MiB, 64 * 1024, data=data)
-        blob = path.read_bytes()
+    for data, compressible in (("random", False), ("zero", True)):
+        job = Job((Stream(str(tmp_path / data)),), 4 * MiB, 64 * 1024, data=data)
+        engine.write(job)
+        blob = open(job.streams[0].path, "rb").read()
         ratio = len(zlib.compress(blob, 1)) / len(blob)
-        assert (ratio > 0.99) if ratio_below is None else (ratio < ratio_below)
+        assert (ratio < 0.01) if compressible else (ratio > 0.99)
 
 
 def test_random_blocks_do_not_repeat_within_the_pool(tmp_path):
-    path = tmp_path / "f"
-    engine.write(str(path), 8 * MiB, 4096)
-    blob = path.read_bytes()
-    blocks = {blob[i : i + 4096] for i in range(0, len(blob), 4096)}
-    assert len(blocks) == 2048
+    job = Job(files(tmp_path), 8 * MiB, 4096)
+    engine.write(job)
+    blob = open(job.streams[0].path, "rb").read()
+    assert len({blob[i : i + 4096] for i in range(0, len(blob), 4096)}) == 2048
 
 
 def test_read_stops_at_end_of_file(tmp_path):
     path = tmp_path / "f"
     path.write_bytes(b"x" * (3 * MiB))
-    assert engine.read(str(path), 4 * MiB, MiB)["bytes"] == 3 * MiB
+    assert engine.read(Job((Stream(str(path)),), 4 * MiB, MiB))["bytes"] == 3 * MiB
 
 
 @needs_root
 def test_drop_cache_makes_reads_cold_and_residency_is_measured(tmp_path):
-    path = str(tmp_path / "f")
-    engine.write(path, 16 * MiB, MiB)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        assert engine.resident_fraction(fd, 16 * MiB) > 0.9  # just written: in cache
-        engine.drop_cache(path)
-        assert engine.resident_fraction(fd, 16 * MiB) == 0.0
-        os.pread(fd, 4 * MiB, 0)
-        assert 0.2 <= engine.resident_fraction(fd, 16 * MiB) < 1.0
-    finally:
-        os.close(fd)
-    assert engine.read(path, 16 * MiB, MiB)["cached_before"] > 0.2  # what the read saw, not what we hoped
-    engine.drop_cache(path)
-    assert engine.read(path, 16 * MiB, MiB)["cached_before"] == 0.0
+    job = Job(files(tmp_path), 16 * MiB, MiB)
+    path = job.streams[0].path
+    engine.write(job)
+    assert engine.resident_fraction(path, 16 * MiB) > 0.9  # just written: in cache
+    engine.drop_cache([path])
+    assert engine.resident_fraction(path, 16 * MiB) == 0.0
+    with open(path, "rb") as f:
+        f.read(4 * MiB)
+    assert 0.2 <= engine.resident_fraction(path, 16 * MiB) < 1.0
+    assert engine.resident_fraction(path, 4 * MiB, 12 * MiB) < 0.5  # the tail was not read
+    engine.fadvise_cache([path])
+    assert engine.resident_fraction(path, 16 * MiB) == 0.0
 
 
 @needs_root
 def test_raw_device_write_and_cold_read(scratch):
     dev = devices.attach_loop_images(scratch / "images", 1, 64 * MiB)[0]
-    w = engine.write(dev, 32 * MiB, MiB, device=True)
-    assert w["bytes"] == 32 * MiB and w["file"]["size"] == 32 * MiB
-    engine.drop_cache(dev)
-    r = engine.read(dev, 32 * MiB, 4 * MiB)
-    assert r["bytes"] == 32 * MiB and r["cached_before"] == 0.0
+    job = Job((Stream(dev, 0, True), Stream(dev, 32 * MiB, True)), 32 * MiB, MiB)
+    assert engine.write(job)["bytes"] == 64 * MiB
+    engine.drop_cache([dev])
+    assert engine.resident_fraction(dev, 32 * MiB, 32 * MiB) == 0.0
+    assert engine.read(job)["bytes"] == 64 * MiB
 
 
-def test_write_to_a_full_filesystem_fails(tmp_path):
+def test_write_to_a_full_device_fails():
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
     with pytest.raises(OSError):
-        engine.write("/dev/full", MiB, 4096, device=True)
+        engine.write(Job((Stream("/dev/full", 0, True),), MiB, 4096))

@@ -23,6 +23,8 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 # as a fraction of the image, with a floor: xfs refuses images under 300 MiB.
 FS_OVERHEAD = 0.10
 FS_MIN_IMAGE = {"xfs": 300 * 2**20, "btrfs": 128 * 2**20}
+# O_DIRECT needs block sizes (and buffers) aligned to the device's logical block; 4 KiB covers all.
+DIRECT_ALIGN = 4096
 
 
 class ConfigError(ValueError):
@@ -122,6 +124,14 @@ def _check_semantics(config: dict) -> None:
                 f"a divisor of io.size ({format_size(io['size'])}), "
                 "so that count = size / block size moves exactly io.size bytes",
             )
+    if io["engine"] == "dd" and "rand" in io["patterns"]:
+        allowed = "seq only with io.engine dd (dd cannot seek at random; use python or fio)"
+        raise _fail("io.patterns", io["patterns"], allowed)
+    if True in io["direct"] or io["cache"] == "direct":
+        for i, bs in enumerate(io["block_sizes"]):
+            if bs % DIRECT_ALIGN:
+                allowed = f"a multiple of {DIRECT_ALIGN} bytes with O_DIRECT"
+                raise _fail(f"io.block_sizes[{i}]", format_size(bs), allowed)
     if not config["raw"] and not config["filesystems"]:
         raise _fail("filesystems", {}, "at least one filesystem, or raw: true")
     seen = {}

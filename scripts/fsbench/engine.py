@@ -7,7 +7,10 @@ was emptied and then measured, so a read's `cached_before` is a fact, not a hope
 import ctypes
 import mmap
 import os
+import random
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -65,12 +68,16 @@ def aggregate(streams: list[dict], command: str) -> dict:
     }
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds")
+# Durations come from the monotonic clock; this anchors them to wall time so streams can be compared.
+_ANCHOR = time.time() - time.perf_counter()
+
+
+def _clock() -> float:
+    return _ANCHOR + time.perf_counter()
 
 
 def data_pool(block_size: int, data: str) -> tuple[mmap.mmap, list[memoryview]]:
-    """A page-aligned buffer of random (or zero) bytes and its block-sized slices."""
+    """A page-aligned buffer (fit for O_DIRECT) of random or zero bytes, and its block-sized slices."""
     blocks = max(1, POOL_BYTES // block_size)
     pool = mmap.mmap(-1, blocks * block_size)
     if data == "random":
@@ -81,100 +88,163 @@ def data_pool(block_size: int, data: str) -> tuple[mmap.mmap, list[memoryview]]:
     return pool, [view[i * block_size : (i + 1) * block_size] for i in range(blocks)]
 
 
-def write(path: str, size: int, block_size: int, data: str = "random", device: bool = False) -> dict:
-    """Write `size` bytes in `block_size` blocks, then fsync: both times, from the first write."""
-    pool, blocks = data_pool(block_size, data)
-    flags = os.O_WRONLY | (0 if device else os.O_CREAT | os.O_TRUNC)
-    fd = os.open(path, flags, 0o644)
+def offsets(job: Job, index: int) -> list[int]:
+    """Byte offsets of a stream's blocks in the order they are moved: in turn, or each once at random."""
+    stream = job.streams[index]
+    order = list(range(job.count))
+    if job.pattern == "rand":
+        random.Random(job.seed * 1009 + index).shuffle(order)
+    return [stream.offset + k * job.block_size for k in order]
+
+
+def _open(stream: Stream, job: Job, writing: bool) -> int:
+    flags = os.O_WRONLY if writing else os.O_RDONLY
+    if writing and not stream.device:
+        flags |= os.O_CREAT | os.O_TRUNC
+    if job.direct:
+        flags |= os.O_DIRECT
+    return os.open(stream.path, flags, 0o644)
+
+
+def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: threading.Barrier) -> dict:
+    stream, bs = job.streams[index], job.block_size
+    where = offsets(job, index)
+    first = index * len(blocks) // len(job.streams)  # streams write different data
+    fd = _open(stream, job, writing=True)
     try:
-        count, moved, started_at = size // block_size, 0, now()
-        t0 = time.perf_counter()
-        for i in range(count):
-            block = blocks[i % len(blocks)]
-            n = os.write(fd, block)
-            while n < block_size:  # a short write: finish the block, or fail on a full disk
-                n += os.write(fd, block[n:])
+        if job.pattern == "rand" and not stream.device:
+            os.ftruncate(fd, job.size)
+        start_line.wait()
+        start = _clock()
+        moved = 0
+        for k, off in enumerate(where):
+            block = blocks[(first + k) % len(blocks)]
+            n = os.pwrite(fd, block, off)
+            while n < bs:  # a short write: finish the block, or fail on a full disk
+                n += os.pwrite(fd, block[n:], off + n)
             moved += n
-        t1 = time.perf_counter()
+        end = _clock()
         os.fsync(fd)
-        t2 = time.perf_counter()
-        st = os.fstat(fd)
+        end_durable = _clock()
     finally:
         os.close(fd)
-        for block in blocks:
-            block.release()
-        pool.close()
     return {
-        "bytes": moved,
-        "seconds": t1 - t0,
-        "seconds_durable": t2 - t0,
-        "started_at": started_at,
-        "command": f"python: os.write() {count} x {block_size} B of {data} data to {path}, then os.fsync()",
-        "file": {"st_dev": st.st_dev, "st_ino": st.st_ino, "size": size if device else st.st_size},
-    }
+        "path": stream.path, "offset": stream.offset, "bytes": moved,
+        "start": start, "end": end, "end_durable": end_durable,
+    }  # fmt: skip
 
 
-def read(path: str, size: int, block_size: int) -> dict:
-    """Read `size` bytes in `block_size` blocks into one reused buffer; first measure how much is cached."""
-    buf = mmap.mmap(-1, block_size)
+def _read_stream(job: Job, index: int, start_line: threading.Barrier) -> dict:
+    stream, bs = job.streams[index], job.block_size
+    where = offsets(job, index)
+    buf = mmap.mmap(-1, bs)
     view = memoryview(buf)
-    fd = os.open(path, os.O_RDONLY)
+    fd = _open(stream, job, writing=False)
     try:
-        cached_before = resident_fraction(fd, size)
-        moved, started_at = 0, now()
-        t0 = time.perf_counter()
-        while moved < size:
-            n = os.readv(fd, [view[: min(block_size, size - moved)]])
+        start_line.wait()
+        start = _clock()
+        moved = 0
+        for off in where:
+            n = os.preadv(fd, [view], off)
             if n == 0:
                 break
             moved += n
-        t1 = time.perf_counter()
+        end = _clock()
     finally:
         os.close(fd)
         view.release()
         buf.close()
     return {
+        "path": stream.path,
+        "offset": stream.offset,
         "bytes": moved,
-        "seconds": t1 - t0,
-        "seconds_durable": t1 - t0,
-        "cached_before": cached_before,
-        "started_at": started_at,
-        "command": f"python: os.readv() {size // block_size} x {block_size} B from {path}",
+        "start": start,
+        "end": end,
+        "end_durable": end,
     }
 
 
-def drop_cache(path: str) -> str:
-    """Empty the page cache of `path` the strongest way available; returns what was done."""
-    os.sync()  # drop_caches only drops clean pages
-    fd = os.open(path, os.O_RDONLY)
+def _run(job: Job, one_stream) -> list[dict]:
+    """Run `one_stream(index, start_line)` for every stream at once, in threads (the syscalls release the GIL)."""
+    start_line = threading.Barrier(len(job.streams))
+    if len(job.streams) == 1:
+        return [one_stream(0, start_line)]
+    with ThreadPoolExecutor(len(job.streams)) as pool:
+        futures = [pool.submit(one_stream, i, start_line) for i in range(len(job.streams))]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            start_line.abort()  # a stream that failed to open must not leave the others waiting
+            raise
+
+
+def _describe(job: Job, op: str) -> str:
+    call = "os.pwrite()" if op == "write" else "os.preadv()"
+    how = f"{job.pattern}, {'O_DIRECT' if job.direct else 'buffered'}" + (", then os.fsync()" if op == "write" else "")
+    where = ", ".join(s.path + (f"@{s.offset}" if s.offset else "") for s in job.streams)
+    data = f" of {job.data} data" if op == "write" else ""
+    streams = f"{len(job.streams)} stream(s)"
+    return f"python: {call} {job.count} x {job.block_size} B{data} per stream ({how}), {streams}: {where}"
+
+
+def write(job: Job) -> dict:
+    """Write every stream (timing the flush too: the durable figure); one figure over all streams."""
+    pool, blocks = data_pool(job.block_size, job.data)
     try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        streams = _run(job, lambda i, line: _write_stream(job, i, blocks, line))
     finally:
-        os.close(fd)
+        for block in blocks:
+            block.release()
+        pool.close()
+    return aggregate(streams, _describe(job, "write"))
+
+
+def read(job: Job) -> dict:
+    """Read every stream into one reused buffer each; one figure over all streams."""
+    return aggregate(_run(job, lambda i, line: _read_stream(job, i, line)), _describe(job, "read"))
+
+
+def drop_cache(paths: list[str]) -> None:
+    """sync, drop each file's pages (fadvise), then the whole page cache (needs root)."""
+    fadvise_cache(paths)
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
     except OSError as e:
         raise PermissionError(f"cache: drop needs root to write /proc/sys/vm/drop_caches ({e.strerror})") from None
-    return "sync; posix_fadvise(DONTNEED); echo 3 > /proc/sys/vm/drop_caches"
 
 
-def resident_fraction(fd: int, length: int) -> float:
-    """Fraction (0-1) of the first `length` bytes of open file `fd` that sit in the page cache (mincore(2)).
+def fadvise_cache(paths: list[str]) -> None:
+    """Flush, then ask the kernel to drop each file's clean pages (a hint; any user may give it)."""
+    os.sync()  # only clean pages can be dropped
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
-    Works for block devices too, where fincore(1) sees a size of zero. Asked on the reader's own
-    descriptor: a block device's cache is dropped when its last opener closes it.
+
+def resident_fraction(path: str, length: int, offset: int = 0) -> float:
+    """Fraction (0-1) of `length` bytes of `path` from `offset` that sit in the page cache (mincore(2)).
+
+    Works for block devices too, where fincore(1) sees a size of zero (a block device's cache is
+    also dropped when its last opener closes it, so a device is cold unless someone holds it open).
     """
     if length <= 0:
         return 0.0
-    addr = _libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-    if addr in (None, ctypes.c_void_p(-1).value):
-        raise OSError(ctypes.get_errno(), "mmap for mincore failed")
+    fd = os.open(path, os.O_RDONLY)
     try:
-        pages = (length + PAGE - 1) // PAGE
-        vec = (ctypes.c_ubyte * pages)()
-        if _libc.mincore(addr, length, vec) != 0:
-            raise OSError(ctypes.get_errno(), "mincore failed")
-        return sum(b & 1 for b in bytes(vec)) / pages
+        addr = _libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, offset)
+        if addr in (None, ctypes.c_void_p(-1).value):
+            raise OSError(ctypes.get_errno(), f"mmap of {path} for mincore failed")
+        try:
+            pages = (length + PAGE - 1) // PAGE
+            vec = (ctypes.c_ubyte * pages)()
+            if _libc.mincore(addr, length, vec) != 0:
+                raise OSError(ctypes.get_errno(), f"mincore on {path} failed")
+            return sum(b & 1 for b in bytes(vec)) / pages
+        finally:
+            _libc.munmap(addr, length)
     finally:
-        _libc.munmap(addr, length)
+        os.close(fd)

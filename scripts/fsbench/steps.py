@@ -6,6 +6,7 @@ instead of trusting the flag files that connect the steps in the DAG.
 """
 
 import hashlib
+import importlib
 import os
 import socket
 from pathlib import Path
@@ -14,6 +15,7 @@ from . import devices, engine
 from .records import COLUMNS, flags_for, rate
 
 IDENTITY_BYTES = 4096  # the head of the data, hashed, to tell our data from anything else
+ENGINES = {"python": "engine", "dd": "ddengine", "fio": "fioengine"}
 
 
 def array_dir(scratch: str, campaign: str, array: str) -> Path:
@@ -71,12 +73,22 @@ def mount(state: dict, fs: dict, workdir) -> dict:
     return state | {"mount": {"mountpoint": found.mountpoint, "options": found.options, "asked": fs["mount"]}}
 
 
-def _target_path(state: dict, cell: dict, workdir) -> tuple[str, bool]:
-    """Where a cell's data goes: the bare device for raw, else a file on the mounted filesystem."""
+def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
+    """The cell as an engine job: the bare device split into one region per stream, or one file per stream."""
+    size, n = cell["size"], cell["streams"]
     if cell["target"] == "raw":
-        return state["devices"][0], True
-    name = f"fsbench-{cell['test']}-rep{cell['rep']}.dat"
-    return str(Path(workdir) / "mnt" / name), False
+        streams = tuple(engine.Stream(state["devices"][0], i * size, True) for i in range(n))
+    else:
+        mnt = Path(workdir) / "mnt"
+        streams = tuple(engine.Stream(str(mnt / f"fsbench-{cell['test']}-rep{cell['rep']}-{i}.dat")) for i in range(n))
+    direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
+    seed = int(hashlib.sha256(f"{cell['test']}/{cell['rep']}".encode()).hexdigest()[:8], 16)
+    return engine.Job(streams, size, cell["block_size"], cell["pattern"], direct, cell["data"], seed)
+
+
+def run_engine(name: str, op: str, job: engine.Job) -> dict:
+    module = importlib.import_module(f".{ENGINES[name]}", __package__)
+    return getattr(module, op)(job)
 
 
 def _check_state(state: dict, cell: dict, workdir) -> None:
@@ -97,8 +109,10 @@ def _check_state(state: dict, cell: dict, workdir) -> None:
         )
 
 
-def _head_digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def _head(stream: engine.Stream) -> str:
+    with open(stream.path, "rb") as f:
+        f.seek(stream.offset)
+        return hashlib.sha256(f.read(IDENTITY_BYTES)).hexdigest()
 
 
 def _row(cell: dict, op: str, result: dict) -> dict:
@@ -118,64 +132,92 @@ def _row(cell: dict, op: str, result: dict) -> dict:
     return row
 
 
+def _record(cell: dict, op: str, result: dict, state: dict, **extra) -> dict:
+    return {"row": _row(cell, op, result), "command": result["command"], "streams": result["streams"],
+            "cell": cell, "setup": state, **extra}  # fmt: skip
+
+
 def measure_write(state: dict, cell: dict, workdir) -> dict:
     """Write the cell's data (timing the flush too) and record how to recognise it again."""
     _check_state(state, cell, workdir)
-    path, device = _target_path(state, cell, workdir)
-    if not device:
+    job = job_for(state, cell, workdir, "write")
+    files = [s.path for s in job.streams if not s.device]
+    for path in files:
         Path(path).unlink(missing_ok=True)
     try:
-        result = engine.write(path, cell["size"], cell["block_size"], cell["data"], device=device)
+        result = run_engine(cell["engine"], "write", job)
     except OSError as e:
-        if not device:
+        for path in files:
             Path(path).unlink(missing_ok=True)
-        raise OSError(e.errno, f"writing {cell['size']} bytes to {path} failed: {e.strerror}") from None
-    with open(path, "rb") as f:
-        head = f.read(IDENTITY_BYTES)  # read back through the cache; dropped again before any read
-    identity = result["file"] | {"path": path, "head_sha256": _head_digest(head)}
-    return {
-        "row": _row(cell, "write", result),
-        "command": result["command"],
-        "cell": cell,
-        "identity": identity,
-        "setup": state,
-    }
+        raise OSError(
+            e.errno, f"writing {cell['size']} bytes per stream to {cell['target']} failed: {e.strerror}"
+        ) from None
+    except BaseException:
+        for path in files:
+            Path(path).unlink(missing_ok=True)
+        raise
+    identity = []
+    for stream in job.streams:
+        st = os.stat(stream.path)
+        identity.append({"path": stream.path, "offset": stream.offset, "st_dev": st.st_dev, "st_ino": st.st_ino,
+                         "size": st.st_size, "head_sha256": _head(stream)})  # fmt: skip
+    return _record(cell, "write", result, state, identity=identity)
+
+
+def make_cold(job: engine.Job, method: str, state: dict, workdir) -> str:
+    """Empty the page cache of the job's files the way the campaign asks; returns what was done."""
+    paths = sorted({s.path for s in job.streams})
+    if method == "drop":
+        engine.drop_cache(paths)
+        return "sync; posix_fadvise(DONTNEED); echo 3 > /proc/sys/vm/drop_caches"
+    if method == "fadvise":
+        engine.fadvise_cache(paths)
+        return "sync; posix_fadvise(DONTNEED)"
+    if method == "remount" and "mount" in state:
+        fs = state["filesystem"]
+        mnt = Path(workdir) / "mnt"
+        devices.unmount(mnt)
+        devices.ensure_mounted(state["devices"][0], mnt, fs["fs_type"], state["mount"]["asked"], fs["uuid"])
+        return "umount; mount"
+    if method == "remount":  # a bare device has no mount: its cache goes when its last opener closes it
+        engine.fadvise_cache(paths)
+        return "raw device: last close drops its cache; sync; posix_fadvise(DONTNEED)"
+    return "O_DIRECT read (no cache drop)"
 
 
 def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     """Read back exactly what the write made, from a cache emptied and then measured."""
-    state, ident = write_record["setup"], write_record["identity"]
+    state = write_record["setup"]
     _check_state(state, cell, workdir)
-    path = ident["path"]
-    _check_identity(path, ident, device=path == state["devices"][0])
-    how = engine.drop_cache(path)
-    result = engine.read(path, cell["size"], cell["block_size"])
-    if cell["target"] != "raw":
-        os.unlink(path)  # keep the filesystem's free space the same for the next cell
-    return {
-        "row": _row(cell, "read", result),
-        "command": result["command"],
-        "cache_method": how,
-        "cell": cell,
-        "identity": ident,
-        "setup": state,
-    }
+    job = job_for(state, cell, workdir, "read")
+    for stream, ident in zip(job.streams, write_record["identity"], strict=True):
+        _check_identity(stream, ident)
+    how = make_cold(job, cell["cache"], state, workdir)
+    cached = [engine.resident_fraction(s.path, job.size, s.offset) for s in job.streams]
+    result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
+    for stream in job.streams:
+        if not stream.device:
+            os.unlink(stream.path)  # keep the filesystem's free space the same for the next cell
+    return _record(cell, "read", result, state, cache_method=how, cached_before_per_stream=cached)
 
 
-def _check_identity(path: str, ident: dict, device: bool) -> None:
-    """The file (or device) must be the one the write made: same inode and size, same first bytes."""
+def _check_identity(stream: engine.Stream, ident: dict) -> None:
+    """The file (or device region) must be the one the write made: same inode and size, same first bytes."""
     problems = []
-    if not os.path.exists(path):
+    if not os.path.exists(stream.path):
         problems.append("it is gone")
     else:
-        st = os.stat(path)
-        if not device and (st.st_dev, st.st_ino, st.st_size) != (ident["st_dev"], ident["st_ino"], ident["size"]):
+        st = os.stat(stream.path)
+        if not stream.device and (st.st_dev, st.st_ino, st.st_size) != (
+            ident["st_dev"],
+            ident["st_ino"],
+            ident["size"],
+        ):
             problems.append("its inode or size changed")
-        with open(path, "rb") as f:
-            if _head_digest(f.read(IDENTITY_BYTES)) != ident["head_sha256"]:
-                problems.append("its first bytes are not the ones written")
+        if _head(stream) != ident["head_sha256"]:
+            problems.append("its first bytes are not the ones written")
     if problems:
         raise devices.DeviceError(
-            f"refusing to read {path}: it is not the file its write made ({'; '.join(problems)}); "
+            f"refusing to read {stream.path}: it is not what its write made ({'; '.join(problems)}); "
             "rerun so that the write is measured again"
         )
