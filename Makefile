@@ -3,7 +3,7 @@
 SNAKEMAKE := .venv/bin/snakemake
 CORES ?= 2
 
-.PHONY: setup bench test lint release clean
+.PHONY: setup bench test lint release bench-engines
 
 setup:
 	@tools/setup.sh
@@ -24,3 +24,7 @@ lint: setup
 CAMPAIGN ?= config/config.yaml
 release: setup
 	PYTHONPATH=scripts .venv/bin/python -m fsbench release $(CAMPAIGN)
+
+# python vs dd vs fio on a RAM-backed loop device; prints a table and keeps it in docs/bench-engines.md.
+bench-engines: setup
+	.venv/bin/python benchmarks/engines.py

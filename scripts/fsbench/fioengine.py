@@ -1,0 +1,128 @@
+"""The fio engine: one fio run, one job section per stream, all running at once.
+
+Figures per stream, from fio's JSON: the dd-style `seconds` is the time spent inside the write (read)
+calls, write.lat_ns.mean x write.total_ios (with the synchronous psync engine one call is one I/O, and
+lat_ns has ns resolution where runtime has whole ms); the durable `seconds_durable` of a write is
+write.runtime, which with end_fsync=1 includes the flush at the end. Reads use the lat_ns sum for both.
+The caller drops caches and measures what stayed cached; invalidate=0 keeps fio from changing that.
+"""
+
+import json
+import os
+import shlex
+import tempfile
+import time
+
+from fsbench.engine import Job, aggregate
+from fsbench.system import ToolError, run
+
+
+def _escape(path: str) -> str:
+    if "\n" in path:
+        raise ValueError(f"fio engine: a file name with a newline cannot go into a job file: {path!r}")
+    return path.replace(":", "\\:")  # fio splits filename= on ':' (several files per job) unless escaped
+
+
+def job_file(job: Job, op: str) -> str:
+    """The fio job file (ini text) that moves job.size bytes per stream, all streams at once."""
+    if op not in ("write", "read"):
+        raise ValueError(f"fio engine: op must be write or read, not {op!r}")
+    if job.pattern not in ("seq", "rand"):
+        raise ValueError(f"fio engine: unknown pattern {job.pattern!r}; allowed: seq, rand")
+    if job.data not in ("zero", "random"):
+        raise ValueError(f"fio engine: unknown data {job.data!r}; allowed: zero, random")
+    if job.block_size <= 0 or job.size < job.block_size or job.size % job.block_size:
+        raise ValueError(f"fio engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
+    lines = [
+        "[global]",
+        "ioengine=psync",
+        f"bs={job.block_size}",
+        f"size={job.size}",
+        f"direct={int(job.direct)}",
+        f"rw={'rand' if job.pattern == 'rand' else ''}{op}",
+        # rand: every block exactly once (the random map), in an order fixed by the job's seed.
+        "norandommap=0",
+        "randrepeat=0",
+        "random_generator=tausworthe64",
+        f"randseed={job.seed}",
+        "invalidate=0",  # the caller made and measured the cache state; fio must not drop it again
+        "fallocate=none",  # blocks are allocated by the writes themselves, as with dd and the python engine
+        *(["end_fsync=1"] if op == "write" else []),
+        # random: fresh random bytes in every buffer (incompressible, no dedupe); zero: like /dev/zero.
+        "refill_buffers=1" if job.data == "random" else "zero_buffers=1",
+        "thread",
+        "group_reporting=0",  # one result per stream
+    ]
+    for i, stream in enumerate(job.streams):
+        lines += ["", f"[stream{i}]", f"filename={_escape(stream.path)}"]
+        if stream.device or stream.offset:
+            lines.append(f"offset={stream.offset}")
+    return "\n".join(lines) + "\n"
+
+
+def _run(job: Job, op: str) -> dict:
+    text = job_file(job, op)
+    fd, path = tempfile.mkstemp(prefix="fsbench-", suffix=".fio")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        argv = ["fio", "--output-format=json", path]
+        launched, t0 = time.time(), time.perf_counter()
+        proc = run(argv, check=False, timeout=None)  # a large campaign can run for hours; no timeout
+        wall = time.perf_counter() - t0
+    finally:
+        os.unlink(path)
+    command = f"{shlex.join(argv)}\n{text}"
+    said = " | ".join((proc.stderr.strip() or "no message").splitlines()[-5:])
+    try:
+        report = json.loads(proc.stdout[proc.stdout.index("{") :])  # fio may print notes before the JSON
+    except ValueError:
+        raise ToolError(f"{shlex.join(argv)} failed (exit {proc.returncode}), no JSON report: {said}") from None
+    jobs = {j["jobname"]: j for j in report.get("jobs", [])}
+    streams = []
+    for i, stream in enumerate(job.streams):
+        j = jobs.get(f"stream{i}")
+        if j is None:
+            raise ToolError(f"{shlex.join(argv)}: no result for [stream{i}] ({stream.path}) in fio's report: {said}")
+        io = j[op]
+        if j["error"] or proc.returncode:
+            err = f"error {j['error']} ({os.strerror(j['error'])})" if j["error"] else f"exit {proc.returncode}"
+            raise ToolError(f"fio {op} of {stream.path} failed, {err}: {said}")
+        if io["io_bytes"] != job.size:
+            raise ToolError(f"fio {op} of {stream.path} moved {io['io_bytes']} bytes, expected {job.size}: {said}")
+        seconds = io["lat_ns"]["mean"] * io["total_ios"] / 1e9
+        # runtime is in whole ms and includes the writes: never report durable below what it contains.
+        durable = max(io["runtime"] / 1000, seconds) if op == "write" else seconds
+        # fio starts its jobs together and does not report when each started; each stream is timed from
+        # the common launch, so fio's own start-up before the first I/O is excluded from every figure.
+        streams.append({
+            "path": stream.path, "offset": stream.offset, "bytes": io["io_bytes"], "start": launched,
+            "end": launched + seconds, "end_durable": launched + durable, "seconds": seconds,
+            "seconds_durable": durable, "fio_runtime_ms": io["runtime"],
+            "fio_lat_ns_mean": io["lat_ns"]["mean"], "fio_total_ios": io["total_ios"], "fio_wall_seconds": wall,
+        })  # fmt: skip
+    result = aggregate(streams, command)
+    # All streams share one start, so aggregate's figures are the longest stream's; taken directly they
+    # keep the ns resolution that epoch floats (~0.2 us steps) would round away.
+    result["seconds"] = max(s["seconds"] for s in streams)
+    result["seconds_durable"] = max(s["seconds_durable"] for s in streams)
+    return result
+
+
+def write(job: Job) -> dict:
+    """Write job.size bytes to every stream at once, then fsync each (end_fsync=1)."""
+    return _run(job, "write")
+
+
+def read(job: Job) -> dict:
+    """Read job.size bytes of every stream at once. Files must already hold job.size bytes."""
+    for stream in job.streams:
+        # fio would silently lay out (write) a missing or short file first, then "read" it from page cache.
+        have = os.path.getsize(stream.path) if os.path.exists(stream.path) else None
+        if not stream.device and (have is None or have < stream.offset + job.size):
+            raise ToolError(
+                f"fio engine: cannot read {job.size} bytes of {stream.path}: it "
+                + ("does not exist" if have is None else f"holds {have} bytes")
+                + "; write it first"
+            )
+    return _run(job, "read")

@@ -1,0 +1,64 @@
+"""Campaigns people keep: each change re-measures only what it touches (checked by the records' started_at)."""
+
+import copy
+import json
+
+import pytest
+
+from conftest import needs_root, run_campaign
+
+pytestmark = [needs_root, pytest.mark.e2e]
+
+
+def base(scratch):
+    return {
+        "campaign": "keep",
+        "scratch": str(scratch),
+        "arrays": {"demo": {"kind": "loop", "size": "384MiB"}},
+        "filesystems": {"ext4": {"type": "ext4"}, "xfs": {"type": "xfs"}},
+        "io": {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": 1},
+    }
+
+
+def started(work) -> dict:
+    """Every record's started_at, by its path under runs/."""
+    runs = work / "results/keep/runs"
+    return {str(p.relative_to(runs)): json.loads(p.read_text())["row"]["started_at"] for p in runs.rglob("*.json")}
+
+
+def changed(before: dict, after: dict) -> set:
+    """Records that are new or were measured again."""
+    return {k for k, v in after.items() if before.get(k) != v}
+
+
+def test_each_change_costs_only_its_measurements(scratch, tmp_path):
+    config = base(scratch)
+    run_campaign(tmp_path, config)
+    first = started(tmp_path)
+    assert len(first) == 3 * 2  # raw, ext4, xfs; write and read
+
+    config["io"]["block_sizes"] = ["1MiB", "4MiB"]
+    run_campaign(tmp_path, config)
+    now = started(tmp_path)
+    assert changed(first, now) == {f"demo/{t}/seq-4MiB-buffered-1s/rep1/{op}.json" for t in ("raw", "ext4", "xfs")
+                                   for op in ("write", "read")}  # fmt: skip
+
+    config["filesystems"]["xfs"]["mount"] = ["noatime"]
+    run_campaign(tmp_path, config)
+    again = started(tmp_path)
+    assert {k.split("/")[1] for k in changed(now, again)} == {"xfs"} and len(changed(now, again)) == 4
+
+    config["filesystems"]["btrfs"] = {"type": "btrfs"}
+    run_campaign(tmp_path, config)
+    more = started(tmp_path)
+    assert {k.split("/")[1] for k in changed(again, more)} == {"btrfs"} and len(changed(again, more)) == 4
+
+    config["io"]["repeats"] = 2
+    dry = run_campaign(tmp_path, config, "--dry-run")
+    assert "attach_raw" in dry.stdout and "release" in dry.stdout
+    run_campaign(tmp_path, config)
+    last = started(tmp_path)
+    assert {k.split("/")[3] for k in changed(more, last)} == {"rep2"} and len(changed(more, last)) == 4 * 2 * 2
+
+    nothing = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run")
+    assert "Nothing to be done" in nothing.stdout + nothing.stderr
