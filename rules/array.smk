@@ -39,6 +39,10 @@ rule release:
         "../scripts/release.py"
 
 
+onstart:
+    hold_campaign_lock()
+
+
 # Also when a run stops early, or only some targets were asked for: leave nothing attached or mounted.
 onsuccess:
     release_all()

@@ -4,7 +4,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from fsbench import config as campaign_config
-from fsbench.devices import release
+from fsbench.devices import lock_campaign, release
 from fsbench.sizes import format_size, parse_size
 from fsbench.steps import array_dir
 
@@ -126,6 +126,14 @@ def final_outputs():
         f"{RESULTS}/provenance.json",
         *plot_files(),
     ]
+
+
+HELD_LOCKS = []
+
+
+def hold_campaign_lock():
+    """One run per campaign at a time; the lock dies with this process, so kill -9 leaves none behind."""
+    HELD_LOCKS.append(lock_campaign(Path(CAMPAIGN["scratch"]) / NAME))
 
 
 def release_all():

@@ -6,9 +6,11 @@ on a later invocation. Nothing here writes to a device that is not a loop
 device backed by an image under the campaign's own scratch directory.
 """
 
+import fcntl
 import os
 import shutil
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -208,6 +210,28 @@ def ensure_mounted(device: str, mountpoint, fs_type: str, options: list[str], uu
 def unmount(mountpoint) -> None:
     while mount_at(mountpoint):
         run(["umount", str(mountpoint)])
+
+
+# --- one campaign at a time ---------------------------------------------------------------------
+
+
+def lock_campaign(workdir) -> int:
+    """Hold the campaign's lock (flock) for as long as the returned descriptor stays open.
+
+    The kernel drops it when the holder dies, even by kill -9, so a killed run never blocks the next.
+    """
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    path = Path(workdir) / ".lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = path.read_text().strip() or "another process"
+        os.close(fd)
+        raise DeviceError(f"campaign scratch {workdir} is in use by {holder}; wait for it or stop it") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"pid {os.getpid()} ({' '.join(sys.argv)[:200]})".encode())
+    return fd
 
 
 # --- release -------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ Every step checks the real state it depends on (sysfs, mountinfo, blkid, the fil
 instead of trusting the flag files that connect the steps in the DAG.
 """
 
+import errno
 import hashlib
 import importlib
 import os
@@ -137,6 +138,12 @@ def _record(cell: dict, op: str, result: dict, state: dict, **extra) -> dict:
             "cell": cell, "setup": state, **extra}  # fmt: skip
 
 
+def free_bytes(path) -> int:
+    """Space a write under `path` may use: root may also fill the filesystem's reserved blocks."""
+    st = os.statvfs(path)
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+
+
 def measure_write(state: dict, cell: dict, workdir) -> dict:
     """Write the cell's data (timing the flush too) and record how to recognise it again."""
     _check_state(state, cell, workdir)
@@ -144,17 +151,22 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
     files = [s.path for s in job.streams if not s.device]
     for path in files:
         Path(path).unlink(missing_ok=True)
+    need = job.size * len(files)
+    free = free_bytes(Path(workdir) / "mnt") if files else 0
+    if need > free:
+        raise devices.DeviceError(
+            f"not enough space on {cell['target']}: the write needs {need} bytes, {free} bytes are free "
+            f"at {Path(workdir) / 'mnt'}; make arrays.{cell['array']}.size larger or io.size smaller"
+        )
     try:
         result = run_engine(cell["engine"], "write", job)
-    except OSError as e:
+    except BaseException as e:
         for path in files:
-            Path(path).unlink(missing_ok=True)
-        raise OSError(
-            e.errno, f"writing {cell['size']} bytes per stream to {cell['target']} failed: {e.strerror}"
-        ) from None
-    except BaseException:
-        for path in files:
-            Path(path).unlink(missing_ok=True)
+            Path(path).unlink(missing_ok=True)  # a partial file must not pass for data, nor fill the disk
+        if "No space left on device" in str(e) or getattr(e, "errno", None) == errno.ENOSPC:
+            raise devices.DeviceError(
+                f"ran out of space writing {need} bytes to {cell['target']} ({free} bytes were free): {e}"
+            ) from None
         raise
     identity = []
     for stream in job.streams:
