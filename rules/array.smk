@@ -17,6 +17,7 @@ for target in TARGETS:
             storage_io=1,
         params:
             array=array_spec,
+            name=lambda wildcards: wildcards.array,
             workdir=workdir,
         script:
             "../scripts/attach.py"

@@ -5,6 +5,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from fsbench import config as campaign_config
 from fsbench.devices import lock_campaign, release
+from fsbench.guards import lock_device
 from fsbench.sizes import format_size, parse_size
 from fsbench.steps import array_dir
 
@@ -15,7 +16,7 @@ except campaign_config.ConfigError as e:
 
 NAME = CAMPAIGN["campaign"]
 RESULTS = f"results/{NAME}"
-TARGETS = campaign_config.targets(CAMPAIGN, None)
+TARGETS = campaign_config.all_targets(CAMPAIGN)
 CELL = "{array}/{target}/{pattern}-{bs}-{io}-{streams}s/rep{rep}"
 
 
@@ -41,6 +42,13 @@ def priority(target, stage):
 
 def state_file(target, name):
     return f"{RESULTS}/state/{CELL.replace('{target}', target)}/{name}"
+
+
+def ready_file(target):
+    """What a write waits for: the filesystem mounted, or for raw and path arrays the array attached."""
+    return state_file(
+        target, "mounted.json" if target in CAMPAIGN["filesystems"] else "attached.json"
+    )
 
 
 def record_file(target, op):
@@ -83,7 +91,7 @@ def cell_spec(target):
             "campaign": NAME,
             "array": wildcards.array,
             "target": target,
-            "fs_type": fs["type"] if fs else "raw",
+            "fs_type": fs["type"] if fs else target,
             "pattern": wildcards.pattern,
             "block_size": parse_size(wildcards.bs),
             "direct": wildcards.io == "direct",
@@ -114,7 +122,7 @@ def array_reads(wildcards):
 
 
 def plot_files():
-    names = ["throughput", "durable"] + (["efficiency"] if CAMPAIGN["raw"] else [])
+    names = ["throughput", "durable"] + (["efficiency"] if "raw" in TARGETS else [])
     return [f"{RESULTS}/plots/{name}.{ext}" for name in names for ext in ("png", "svg")]
 
 
@@ -125,6 +133,7 @@ def final_outputs():
         f"{RESULTS}/summary.md",
         f"{RESULTS}/provenance.json",
         *plot_files(),
+        *([f"{RESULTS}/baselines.csv"] if CAMPAIGN["baselines"] else []),
     ]
 
 
@@ -134,6 +143,10 @@ HELD_LOCKS = []
 def hold_campaign_lock():
     """One run per campaign at a time; the lock dies with this process, so kill -9 leaves none behind."""
     HELD_LOCKS.append(lock_campaign(Path(CAMPAIGN["scratch"]) / NAME))
+    for array in CAMPAIGN["arrays"].values():  # and no two campaigns on one real device
+        for dev in [array.get("device")] + array.get("devices", []):
+            if dev:
+                HELD_LOCKS.append(lock_device(dev, NAME))
 
 
 def release_all():

@@ -2,7 +2,7 @@
 # holds that filesystem (same settings) mounted. There is no DAG edge between filesystems; their order
 # on a device comes from priority() and the storage_io=1 limit in profiles/default.
 
-for target in CAMPAIGN["filesystems"]:
+for target in [t for t in TARGETS if t in CAMPAIGN["filesystems"]]:
 
     rule:
         name:

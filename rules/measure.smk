@@ -6,7 +6,7 @@ for target in TARGETS:
         name:
             rule_name("write", target)
         input:
-            state_file(target, "attached.json" if target == "raw" else "mounted.json"),
+            ready_file(target),
         output:
             record_file(target, "write"),
         log:

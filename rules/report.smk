@@ -48,3 +48,18 @@ rule provenance:
         campaign=NAME,
     script:
         "../scripts/provenance.py"
+
+
+rule baselines:
+    input:
+        list(CAMPAIGN["baselines"].values()),
+    output:
+        f"{RESULTS}/baselines.csv",
+    log:
+        f"{RESULTS}/logs/baselines.log",
+    conda:
+        "../envs/fsbench.yaml"
+    params:
+        baselines=CAMPAIGN["baselines"],
+    script:
+        "../scripts/baselines.py"

@@ -5,4 +5,4 @@ from fsbench.steplog import run_step
 from fsbench.steps import attach
 
 p = snakemake.params
-write_json(snakemake.output[0], run_step(snakemake.log[0], attach, p.array, p.workdir))
+write_json(snakemake.output[0], run_step(snakemake.log[0], attach, p.array, p.workdir, p.name))

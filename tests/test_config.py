@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from fsbench.config import ConfigError, cells, targets, validate
+from fsbench.config import ConfigError, all_targets, cells, targets, validate
 
 from conftest import REPO
 
@@ -38,7 +38,7 @@ def test_good_campaign_gets_defaults_and_bytes():
     assert c["io"]["engine"] == "python" and c["io"]["cache"] == "drop" and c["io"]["data"] == "random"
     assert c["raw"] is True and c["scratch"] == "/var/tmp/fsbench"
     assert c["filesystems"]["ext3"]["mkfs"] == ["-j", "-T", "largefile4", "-b", "4096"]
-    assert c["arrays"]["demo"] == {"kind": "loop", "members": 1, "size": 2**31}
+    assert c["arrays"]["demo"] == {"kind": "loop", "members": 1, "size": 2**31, "level": None, "chunk": 512 * 2**10}
     assert targets(c, "demo") == ["raw", "ext3", "xfs"]
     assert len(list(cells(c))) == 3 * 2 * 2
 
@@ -72,7 +72,11 @@ CASES = [
     ("arrays", {"../x": {"kind": "loop"}}, "'arrays': value '../x'"),
     ("filesystems", {"a/b": {"type": "xfs"}}, "'filesystems': value 'a/b'"),
     ("arrays", {}, "'arrays'"),
-    ("arrays.demo.kind", "floppy", "'arrays.demo.kind': value 'floppy' is not allowed; allowed: loop"),
+    (
+        "arrays.demo.kind",
+        "floppy",
+        "'arrays.demo.kind': value 'floppy' is not allowed; allowed: one of loop, device, mdadm, path",
+    ),
     ("arrays.demo.size", "lots", "'arrays.demo.size': value 'lots'"),
     ("arrays.demo.size", "100M", "'arrays.demo.size': value '100MiB' is not allowed; allowed: at least"),
     ("arrays.demo.members", 0, "'arrays.demo.members': value 0"),
@@ -103,7 +107,34 @@ CASES = [
     ("io.streams", [65], "'io.streams[0]': value 65"),
     ("io.direct", ["yes"], "'io.direct[0]': value 'yes'"),
     ("io.patterns", ["backwards"], "'io.patterns[0]': value 'backwards'"),
+    ("arrays.demo.device", "/dev/sdz", "'arrays.demo.device': value '/dev/sdz' is not allowed; allowed: no 'device'"),
+    ("arrays.demo", {"kind": "device"}, "'arrays.demo' lacks 'device', which kind device requires"),
+    ("arrays.demo", {"kind": "device", "device": "/dev/no-such-disk"}, "allowed: an existing block device"),
+    ("arrays.demo", {"kind": "device", "device": "/dev/null"}, "allowed: a block device"),
+    ("arrays.demo", {"kind": "device", "device": "sda1"}, "'arrays.demo.device': value 'sda1'"),
+    ("arrays.demo", {"kind": "mdadm", "devices": ["/dev/x"], "level": 0}, "'arrays.demo.devices'"),
+    ("arrays.demo", {"kind": "mdadm", "devices": ["/dev/x", "/dev/y"]}, "lacks 'level', which kind mdadm requires"),
+    ("arrays.demo", {"kind": "mdadm", "devices": ["/dev/x", "/dev/y"], "level": 3}, "'arrays.demo.level': value 3"),
+    ("arrays.demo", {"kind": "loop", "members": 2, "level": 6}, "RAID 6 needs at least 4"),
+    ("arrays.demo", {"kind": "loop", "members": 4}, "only filesystems that span devices (btrfs)"),
+    ("arrays.demo", {"kind": "path", "path": "/no/such/dir"}, "'arrays.demo.path': value '/no/such/dir'"),
+    ("arrays.demo", {"kind": "path", "path": "/tmp", "size": "1G"}, "no 'size' for kind path"),
 ]
+
+
+def test_a_device_must_be_listed_in_allow_destroy():
+    dev = "/dev/loop0"
+    with pytest.raises(ConfigError, match=f"'arrays.demo.device': value '{dev}'.*also listed in allow_destroy"):
+        validate(with_("arrays.demo", {"kind": "device", "device": dev}))
+
+
+def test_kinds_and_their_targets(tmp_path):
+    btrfs = {"type": "btrfs", "mkfs": ["-d", "raid0", "-m", "raid1"]}
+    arrays = {"p": {"kind": "path", "path": str(tmp_path)}, "r": {"kind": "loop", "members": 4, "size": "1GiB"}}
+    c = validate(with_("arrays", arrays) | {"filesystems": {"ext4": {"type": "ext4"}, "b": btrfs}})
+    assert targets(c, "p") == ["path"] and targets(c, "r") == ["b"]
+    assert all_targets(c) == ["b", "path"]
+    assert c["arrays"]["p"] == {"kind": "path", "path": str(tmp_path)}
 
 
 def test_dd_cannot_do_rand():
@@ -143,3 +174,13 @@ def test_names_differing_only_by_dash_and_underscore():
 def test_not_a_mapping():
     with pytest.raises(ConfigError, match="a mapping"):
         validate(["x"])
+
+
+@pytest.mark.parametrize("example", sorted((REPO / "config" / "examples").glob("*.yaml")), ids=lambda p: p.stem)
+def test_examples_are_valid_up_to_devices_this_machine_lacks(example):
+    config = yaml.safe_load(example.read_text())
+    try:
+        validate(config)
+    except ConfigError as e:  # e.g. the seed's /dev/sda1: the only thing allowed to be wrong here
+        assert "allowed: an existing block device; this one does not exist" in str(e), str(e)
+        assert any(a["kind"] in ("device", "mdadm") for a in config["arrays"].values())

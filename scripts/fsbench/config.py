@@ -8,6 +8,8 @@ import copy
 import difflib
 import hashlib
 import json
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,6 +137,8 @@ def _check_semantics(config: dict) -> None:
     if not config["raw"] and not config["filesystems"]:
         raise _fail("filesystems", {}, "at least one filesystem, or raw: true")
     seen = {}
+    if "path" in config["filesystems"]:
+        raise _fail("filesystems.path", "path", "any filesystem name but 'path', which names a path array")
     for name in [*config["arrays"], *config["filesystems"]]:
         rule = name.replace("-", "_")
         if rule in seen and seen[rule] != name:
@@ -144,18 +148,81 @@ def _check_semantics(config: dict) -> None:
         raise _fail("filesystems.raw", "raw", "any filesystem name but 'raw', which names the bare array")
     for fs in config["filesystems"].values():
         fs["mkfs"] = [str(a) for a in fs["mkfs"]]
-    written = io["size"] * max(io["streams"])
+    for name, path in config["baselines"].items():
+        if not os.path.isfile(path):
+            raise _fail(f"baselines.{name}", path, "an existing file: a dd log or a measurements.csv")
+    allowed_devices = {os.path.realpath(d) for d in config["allow_destroy"]}
     for name, array in config["arrays"].items():
-        array["size"] = _size(array["size"], f"arrays.{name}.size")
-        need = int(written * (1 + FS_OVERHEAD)) if config["filesystems"] else written
-        for fs in config["filesystems"].values():
-            need = max(need, FS_MIN_IMAGE.get(fs["type"], 0))
-        if array["kind"] == "loop" and array["size"] < need:
+        _check_array(config, name, array, allowed_devices)
+        if not targets(config, name):
+            raise _fail(f"arrays.{name}", array["kind"], _nothing_to_measure(array))
+
+
+REQUIRED = object()
+KIND_KEYS = {
+    "loop": {"members": 1, "size": "2GiB", "level": None, "chunk": "512KiB"},
+    "device": {"device": REQUIRED},
+    "mdadm": {"devices": REQUIRED, "level": REQUIRED, "chunk": "512KiB"},
+    "path": {"path": REQUIRED},
+}
+MD_MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
+# Filesystems that can span several devices themselves (mkfs over all members).
+SPANNING = {"btrfs"}
+
+
+def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> None:
+    kind, key = array["kind"], f"arrays.{name}"
+    keys = KIND_KEYS[kind]
+    for k, v in array.items():
+        if k != "kind" and k not in keys:
+            raise _fail(f"{key}.{k}", v, f"no '{k}' for kind {kind}; its keys are: kind, {', '.join(keys)}")
+    for k, default in keys.items():
+        if k not in array:
+            if default is REQUIRED:
+                allowed = load_schema()["$defs"]["array"]["properties"][k]["description"]
+                raise ConfigError(f"config key '{key}' lacks '{k}', which kind {kind} requires; allowed: {allowed}")
+            array[k] = default
+    for k in ("size", "chunk"):
+        if k in array:
+            array[k] = _size(array[k], f"{key}.{k}")
+    members = array.get("members") if kind == "loop" else len(array.get("devices", [1]))
+    if array.get("level") is not None and members < MD_MIN_MEMBERS[array["level"]]:
+        raise _fail(f"{key}.level", array["level"], f"a level that {members} member(s) can build "
+                    f"(RAID {array['level']} needs at least {MD_MIN_MEMBERS[array['level']]})")  # fmt: skip
+    listed = {"device": [array.get("device")], "mdadm": array.get("devices", [])}.get(kind, [])
+    for i, dev in enumerate(listed):
+        where = f"{key}.device" if kind == "device" else f"{key}.devices[{i}]"
+        if not os.path.exists(dev):
+            raise _fail(where, dev, "an existing block device; this one does not exist")
+        if not stat.S_ISBLK(os.stat(dev).st_mode):
+            raise _fail(where, dev, "a block device; this is not one")
+        if os.path.realpath(dev) not in allowed_devices:
+            raise _fail(where, dev, "a device also listed in allow_destroy (fsbench overwrites only those)")
+    if kind == "path" and not os.path.isdir(array["path"]):
+        raise _fail(f"{key}.path", array["path"], "an existing directory")
+    if kind == "loop":
+        io = config["io"]
+        written = io["size"] * max(io["streams"])
+        fs_types = [config["filesystems"][t]["type"] for t in targets(config, name) if t != "raw"]
+        per_member = members if array["level"] is None and fs_types else 1
+        need = int(written * (1 + FS_OVERHEAD)) if fs_types else written
+        need = max([-(-need // per_member)] + [FS_MIN_IMAGE.get(t, 0) for t in fs_types])
+        if array["size"] < need:
             raise _fail(
-                f"arrays.{name}.size",
-                format_size(array["size"]),
+                f"{key}.size", format_size(array["size"]),
                 f"at least {-(-need // 2**20)}MiB: io.size × streams ({format_size(written)}) plus filesystem overhead",
-            )
+            )  # fmt: skip
+
+
+def _nothing_to_measure(array: dict) -> str:
+    if array["kind"] == "loop" and array["members"] > 1 and array["level"] is None:
+        return "with several members and no md level, only filesystems that span devices (btrfs): add one, or set level"
+    return "an array with something to measure: raw: true or a filesystem"
+
+
+def spans_members(array: dict) -> bool:
+    """Members used side by side by the filesystem itself (no md in between)."""
+    return array["kind"] == "loop" and array["members"] > 1 and array.get("level") is None
 
 
 @dataclass(frozen=True)
@@ -177,8 +244,23 @@ class Cell:
 
 
 def targets(config: dict, array: str) -> list[str]:
-    """What is measured on an array, in order: the bare array first, then each filesystem."""
+    """What is measured on an array, in order: the bare array first, then each filesystem.
+
+    A path array is measured as it is ('path'); members that a filesystem spans itself have no
+    single bare device, and only spanning filesystems can use them.
+    """
+    spec = config["arrays"][array]
+    if spec["kind"] == "path":
+        return ["path"]
+    if spans_members(spec):
+        return [name for name, fs in config["filesystems"].items() if fs["type"] in SPANNING]
     return (["raw"] if config["raw"] else []) + list(config["filesystems"])
+
+
+def all_targets(config: dict) -> list[str]:
+    """Every target of any array, in the order they are measured."""
+    found = {t for array in config["arrays"] for t in targets(config, array)}
+    return [t for t in ["raw", *config["filesystems"], "path"] if t in found]
 
 
 def cells(config: dict):

@@ -152,7 +152,9 @@ def mkfs_argv(fs_type: str, options: list[str], devices: list[str]) -> list[str]
     return [*MKFS[fs_type], *options, *devices]
 
 
-def ensure_filesystem(devices: list[str], mountpoint, fs_type: str, options: list[str], fp: str, state_file) -> dict:
+def ensure_filesystem(
+    devices: list[str], mountpoint, fs_type: str, options: list[str], fp: str, state_file, guard=lambda: None
+) -> dict:
     """Make the filesystem unless the devices already hold this very one (same settings fingerprint).
 
     The state file says what fsbench made last; blkid on the device says whether it is still there
@@ -163,6 +165,7 @@ def ensure_filesystem(devices: list[str], mountpoint, fs_type: str, options: lis
     if state.get("fingerprint") == fp and found["uuid"] and found["uuid"] == state.get("uuid"):
         return state | {"made_now": False}
     unmount(mountpoint)
+    guard()  # the last word before a device is overwritten
     argv = mkfs_argv(fs_type, options, devices)
     Path(state_file).unlink(missing_ok=True)
     run(argv)
@@ -196,6 +199,8 @@ def ensure_mounted(device: str, mountpoint, fs_type: str, options: list[str], uu
         unmount(mountpoint)
         current = None
     if current is None:
+        if fs_type == "btrfs":  # a filesystem over several devices: the kernel must know them all
+            run(["btrfs", "device", "scan"], check=False)
         argv = ["mount", "-t", fs_type]
         if options:
             argv += ["-o", ",".join(options)]
@@ -254,6 +259,21 @@ def release(scratch) -> list[str]:
         if backing.startswith(root + "/"):
             detach(dev)
             done.append(f"detached {dev} ({backing})")
+    md = Path(root) / "md.json"
+    if md.exists():  # an md array assembled over the members: stop it before they go
+        name = read_json(md)["md"]
+        run(["mdadm", "--stop", name], check=False)
+        md.unlink()
+        done.append(f"stopped {name}")
+    path = Path(root) / "path.json"
+    if path.exists():  # a path array: remove only fsbench's own subfolder and data files
+        data = Path(read_json(path)["data"])
+        for f in data.glob("fsbench-*.dat"):
+            f.unlink()
+        if data.is_dir() and not any(data.iterdir()):
+            data.rmdir()
+            done.append(f"removed {data}")
+        path.unlink()
     leftovers = [m.mountpoint for m in mounts() if m.mountpoint.startswith(root + "/")]
     leftovers += [d for d, b in loop_backing().items() if b.startswith(root + "/")]
     if leftovers:

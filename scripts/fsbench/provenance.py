@@ -63,7 +63,7 @@ def setups(records: list[dict]) -> dict:
     for rec in records:
         cell, setup = rec["cell"], rec["setup"]
         entry = arrays.setdefault(cell["array"], {"spec": cell["array_spec"], "devices": setup["info"], "targets": {}})
-        if cell["target"] == "raw" or cell["target"] in entry["targets"]:
+        if cell["target"] in ("raw", "path") or cell["target"] in entry["targets"]:
             continue
         fs = setup["filesystem"]
         entry["targets"][cell["target"]] = {

@@ -10,7 +10,7 @@ from .devices import DeviceError
 from .system import ToolError
 
 # Failures whose message says it all; anything else is a bug and keeps its traceback.
-EXPECTED = (ConfigError, DeviceError, ToolError, OSError)
+EXPECTED = (ConfigError, DeviceError, ToolError, OSError, ValueError)
 
 
 def run_step(log_path: str, step, *args, **kwargs):

@@ -12,8 +12,9 @@ import os
 import socket
 from pathlib import Path
 
-from . import devices, engine
-from .records import COLUMNS, flags_for, rate
+from . import devices, engine, guards
+from .records import COLUMNS, flags_for, rate, write_json
+from .system import output, run
 
 IDENTITY_BYTES = 4096  # the head of the data, hashed, to tell our data from anything else
 ENGINES = {"python": "engine", "dd": "ddengine", "fio": "fioengine"}
@@ -23,12 +24,58 @@ def array_dir(scratch: str, campaign: str, array: str) -> Path:
     return Path(scratch) / campaign / array
 
 
-def attach(array: dict, workdir) -> dict:
-    """Bring the array's devices up; returns them with what sysfs says about them."""
-    devs = devices.attach_loop_images(Path(workdir) / "images", array["members"], array["size"])
-    for dev in devs:
-        devices.check_ours(dev, workdir)
-    return {"devices": devs, "info": [device_info(d) for d in devs]}
+def attach(array: dict, workdir, name: str = "") -> dict:
+    """Bring the array's devices up (or check its directory); returns them with what sysfs says of them.
+
+    Every check runs before anything is written: a real device must pass the guards, and an md array
+    is refused at once where the kernel has no md driver.
+    """
+    kind, key = array["kind"], f"arrays.{name}"
+    if kind == "path":
+        return attach_path(array["path"], workdir, key)
+    if kind == "loop":
+        devs = devices.attach_loop_images(Path(workdir) / "images", array["members"], array["size"])
+    else:
+        devs = [array["device"]] if kind == "device" else array["devices"]
+    state = {"kind": kind, "devices": devs, "members": devs}
+    check_writable(state, workdir, key)
+    if kind == "mdadm" or array.get("level") is not None:
+        why = guards.md_support()
+        if why:
+            raise devices.DeviceError(f"{key} (kind {kind}, RAID {array['level']}): {why}; nothing was written")
+        state["devices"] = [assemble_md(devs, array, workdir)]
+    return state | {"info": [device_info(d) for d in state["devices"]]}
+
+
+def check_writable(state: dict, workdir, key: str = "array") -> None:
+    """Refuse to write unless every member is ours: a loop image of this campaign, or a device passing the guards."""
+    for dev in state["members"]:
+        if state["kind"] == "loop":
+            devices.check_ours(dev, workdir)
+        else:
+            guards.check_device(dev, state["members"], key)  # listed in allow_destroy: checked with the config
+
+
+def assemble_md(members: list[str], array: dict, workdir) -> str:
+    """Create the md array over `members` (not reached on kernels without md: attach stops before)."""
+    md = f"/dev/md/fsbench-{Path(workdir).parent.name}-{Path(workdir).name}"
+    if not os.path.exists(md):
+        run(guards.mdadm_create_argv(md, array["level"], array["chunk"], members))
+    write_json(Path(workdir) / "md.json", {"md": md, "members": members})
+    return md
+
+
+def attach_path(path: str, workdir, key: str) -> dict:
+    """A directory on an existing filesystem: nothing to attach, make or mount; fsbench writes in a subfolder."""
+    if not os.path.isdir(path):
+        raise devices.DeviceError(f"{key}.path: {path} is not an existing directory")
+    data = Path(path) / f"fsbench-{Path(workdir).parent.name}-{Path(workdir).name}"
+    data.mkdir(exist_ok=True)
+    write_json(Path(workdir) / "path.json", {"data": str(data)})  # for release
+    fs_type = output(["findmnt", "-n", "-o", "FSTYPE", "-T", str(data)])
+    source = output(["findmnt", "-n", "-o", "SOURCE", "-T", str(data)])
+    return {"kind": "path", "devices": [], "members": [], "path": str(data), "fs_type": fs_type,
+            "info": [{"path": path, "fs_type": fs_type, "source": source}]}  # fmt: skip
 
 
 def device_info(dev: str) -> dict:
@@ -59,11 +106,9 @@ def device_info(dev: str) -> dict:
 
 def make_filesystem(state: dict, fs: dict, workdir) -> dict:
     """Make `fs` on the array unless it already holds exactly that filesystem."""
-    for dev in state["devices"]:
-        devices.check_ours(dev, workdir)
     made = devices.ensure_filesystem(
         state["devices"], Path(workdir) / "mnt", fs["type"], fs["mkfs"], fs["fingerprint"],
-        Path(workdir) / "filesystem.json",
+        Path(workdir) / "filesystem.json", guard=lambda: check_writable(state, workdir),
     )  # fmt: skip
     return state | {"filesystem": made}
 
@@ -80,8 +125,9 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
     if cell["target"] == "raw":
         streams = tuple(engine.Stream(state["devices"][0], i * size, True) for i in range(n))
     else:
-        mnt = Path(workdir) / "mnt"
-        streams = tuple(engine.Stream(str(mnt / f"fsbench-{cell['test']}-rep{cell['rep']}-{i}.dat")) for i in range(n))
+        where = Path(state["path"]) if cell["target"] == "path" else Path(workdir) / "mnt"
+        name = f"fsbench-{cell['test']}-rep{cell['rep']}"
+        streams = tuple(engine.Stream(str(where / f"{name}-{i}.dat")) for i in range(n))
     direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
     seed = int(hashlib.sha256(f"{cell['test']}/{cell['rep']}".encode()).hexdigest()[:8], 16)
     return engine.Job(streams, size, cell["block_size"], cell["pattern"], direct, cell["data"], seed)
@@ -93,14 +139,18 @@ def run_engine(name: str, op: str, job: engine.Job) -> dict:
 
 
 def _check_state(state: dict, cell: dict, workdir) -> None:
-    """Fail fast unless the device is in the state this cell needs: raw unmounted, or our filesystem mounted."""
+    """Fail fast unless the array is in the state this cell needs: raw unmounted, or our filesystem mounted."""
+    if cell["target"] == "path":
+        if not os.path.isdir(state["path"]):
+            raise devices.DeviceError(f"{state['path']} is gone")
+        return
     dev = state["devices"][0]
-    devices.check_ours(dev, workdir)
     mnt = Path(workdir) / "mnt"
     current = devices.mount_at(mnt)
     if cell["target"] == "raw":
         if current:
             devices.unmount(mnt)
+        check_writable(state, workdir)
         return
     uuid = state["filesystem"]["uuid"]
     if current is None or current.source != dev or devices.probe(dev)["uuid"] != uuid:
@@ -134,7 +184,8 @@ def _row(cell: dict, op: str, result: dict) -> dict:
 
 
 def _record(cell: dict, op: str, result: dict, state: dict, **extra) -> dict:
-    return {"row": _row(cell, op, result), "command": result["command"], "streams": result["streams"],
+    row = _row(cell, op, result) | ({"fs_type": state["fs_type"]} if cell["target"] == "path" else {})
+    return {"row": row, "command": result["command"], "streams": result["streams"],
             "cell": cell, "setup": state, **extra}  # fmt: skip
 
 
@@ -152,11 +203,12 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
     for path in files:
         Path(path).unlink(missing_ok=True)
     need = job.size * len(files)
-    free = free_bytes(Path(workdir) / "mnt") if files else 0
+    where = Path(job.streams[0].path).parent
+    free = free_bytes(where) if files else 0
     if need > free:
         raise devices.DeviceError(
             f"not enough space on {cell['target']}: the write needs {need} bytes, {free} bytes are free "
-            f"at {Path(workdir) / 'mnt'}; make arrays.{cell['array']}.size larger or io.size smaller"
+            f"at {where}; make more room or io.size smaller"
         )
     try:
         result = run_engine(cell["engine"], "write", job)

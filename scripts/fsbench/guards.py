@@ -1,0 +1,137 @@
+"""Guards for real devices: nothing is written to a device unless every check here passes first.
+
+A device must be listed in allow_destroy, exist as a block device, and be in use by nothing:
+not mounted (itself or a partition), not the root filesystem, not active swap, not held by md
+or device-mapper. Each refusal names the device, the reason, and what is on it.
+"""
+
+import fcntl
+import os
+import stat
+from pathlib import Path
+
+from .devices import DeviceError, mounts, probe
+from .system import run
+
+LOCK_DIR = Path("/run/lock/fsbench")
+
+
+def _sys(dev: str) -> Path:
+    return Path("/sys/class/block") / Path(os.path.realpath(dev)).name
+
+
+def _rdev(dev: str) -> str:
+    st = os.stat(dev)
+    return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+
+
+def family(dev: str) -> dict[str, str]:
+    """The device and its partitions, as major:minor -> /dev name."""
+    name = _sys(dev).name
+    found = {_rdev(dev): f"/dev/{name}"}
+    for part in _sys(dev).glob(f"{name}*/dev"):
+        found[part.read_text().strip()] = f"/dev/{part.parent.name}"
+    return found
+
+
+def active_swaps(text: str | None = None) -> set[str]:
+    """Devices in /proc/swaps (resolved), or in `text` shaped like it."""
+    text = Path("/proc/swaps").read_text() if text is None else text
+    return {os.path.realpath(line.split()[0]) for line in text.splitlines()[1:] if line.strip()}
+
+
+def md_members(text: str) -> dict[str, str]:
+    """Member device -> md array, from text shaped like /proc/mdstat."""
+    members = {}
+    for line in text.splitlines():
+        if " : " not in line or not line.startswith("md"):
+            continue
+        array, rest = line.split(" : ", 1)
+        for word in rest.split():
+            if "[" in word:
+                members[f"/dev/{word.split('[')[0]}"] = array.strip()
+    return members
+
+
+def holders(dev: str) -> list[str]:
+    """What holds the device or one of its partitions open as a lower layer: md, device-mapper, bcache."""
+    name = _sys(dev).name
+    found = []
+    for holder_dir in [_sys(dev) / "holders", *_sys(dev).glob(f"{name}*/holders")]:
+        found += [h.name for h in holder_dir.iterdir()] if holder_dir.is_dir() else []
+    return sorted(set(found))
+
+
+def check_device(dev: str, allow_destroy: list[str], key: str) -> dict:
+    """Refuse unless `dev` may be overwritten; returns what it holds now (its signature)."""
+    if not os.path.exists(dev):
+        raise DeviceError(f"{key}: {dev} does not exist")
+    if not stat.S_ISBLK(os.stat(dev).st_mode):
+        raise DeviceError(f"{key}: {dev} is not a block device")
+    real = os.path.realpath(dev)
+    if real not in {os.path.realpath(d) for d in allow_destroy if os.path.exists(d)}:
+        raise DeviceError(f"{key}: {dev} is not listed in allow_destroy; fsbench overwrites only devices listed there")
+    sig = probe(dev)
+    what = f" (it holds {sig['type']} {sig['uuid']})" if sig["type"] else ""
+    fam = family(dev)
+    for m in mounts():
+        if m.device in fam:
+            root = " — the root filesystem" if m.mountpoint == "/" else ""
+            raise DeviceError(f"{key}: {fam[m.device]} is mounted at {m.mountpoint}{root}{what}; refusing to touch it")
+    swapping = active_swaps() & {os.path.realpath(d) for d in fam.values()}
+    if swapping:
+        raise DeviceError(f"{key}: {', '.join(sorted(swapping))} is active swap{what}; refusing to touch it")
+    held = holders(dev)
+    mdstat = Path("/proc/mdstat")
+    in_md = md_members(mdstat.read_text()).get(real) if mdstat.exists() else None
+    if held or in_md:
+        by = ", ".join(held) or in_md
+        raise DeviceError(f"{key}: {dev} is in use by {by} (an md array or device-mapper target){what}")
+    return {"device": dev, "signature_before": sig}
+
+
+def lock_device(dev: str, campaign: str) -> int:
+    """Hold a lock on `dev` for this campaign while the returned descriptor stays open."""
+    LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    path = LOCK_DIR / f"{_rdev(dev).replace(':', '_')}.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = path.read_text().strip()
+        os.close(fd)
+        raise DeviceError(f"{dev} is in use by another campaign: {holder}") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"campaign '{campaign}', pid {os.getpid()}".encode())
+    return fd
+
+
+# --- md (software RAID) ---------------------------------------------------------------------------
+
+
+def md_support() -> str | None:
+    """None when this kernel can assemble md arrays (loading md_mod if it must); otherwise why not."""
+    if not Path("/proc/mdstat").exists():
+        tried = run(["modprobe", "md_mod"], check=False)
+        if not Path("/proc/mdstat").exists():
+            said = (tried.stderr or tried.stdout).strip().splitlines()
+            return (
+                f"this kernel ({os.uname().release}) has no md (software RAID) driver: /proc/mdstat is missing "
+                f"and `modprobe md_mod` failed ({said[-1] if said else f'exit {tried.returncode}'})"
+            )
+    return None
+
+
+def mdadm_create_argv(md: str, level: int, chunk: int, members: list[str]) -> list[str]:
+    argv = ["mdadm", "--create", md, "--run", "--metadata=1.2", f"--level={level}", f"--raid-devices={len(members)}"]
+    if level not in (1,):  # RAID1 has no chunk
+        argv.append(f"--chunk={chunk // 1024}K")
+    return [*argv, "--assume-clean", *members]
+
+
+def mdadm_stop_argv(md: str) -> list[str]:
+    return ["mdadm", "--stop", md]
+
+
+def md_name(campaign: str, array: str) -> str:
+    return f"/dev/md/fsbench-{campaign}-{array}"
