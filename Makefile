@@ -2,14 +2,20 @@
 # Both first set up what is missing (system tools as root via apt-get, and .venv/).
 SNAKEMAKE := .venv/bin/snakemake
 CORES ?= 2
+CAMPAIGN ?= config/config.yaml
 
-.PHONY: setup bench test lint release bench-engines
+.PHONY: setup bench test lint release report bench-engines
 
 setup:
 	@tools/setup.sh
 
 bench: setup
 	$(SNAKEMAKE) --cores $(CORES)
+	$(MAKE) --no-print-directory report
+
+# The Snakemake HTML report of a finished campaign (CAMPAIGN=file.yaml, default config/config.yaml).
+report: setup
+	$(SNAKEMAKE) --cores 1 --configfile $(CAMPAIGN) --report $$(PYTHONPATH=scripts .venv/bin/python -m fsbench results $(CAMPAIGN))/report.html
 
 test: setup
 	.venv/bin/pytest -q tests
@@ -21,7 +27,6 @@ lint: setup
 	$(SNAKEMAKE) --lint --cores 1
 
 # Unmount, detach and delete everything a campaign holds under its scratch folder (CAMPAIGN=file.yaml).
-CAMPAIGN ?= config/config.yaml
 release: setup
 	PYTHONPATH=scripts .venv/bin/python -m fsbench release $(CAMPAIGN)
 

@@ -122,8 +122,15 @@ def array_reads(wildcards):
 
 
 def plot_files():
+    """The plots as files; the PNGs also as report items with a caption saying what was measured and how."""
     names = ["throughput", "durable"] + (["efficiency"] if "raw" in TARGETS else [])
-    return [f"{RESULTS}/plots/{name}.{ext}" for name in names for ext in ("png", "svg")]
+    files = []
+    for name in names:
+        png = f"{RESULTS}/plots/{name}.png"
+        caption = f"{workflow.basedir}/report/{name}.rst"  # called from the Snakefile, not from here
+        item = report(png, caption=caption, category="Plots")
+        files += [item, f"{RESULTS}/plots/{name}.svg"]
+    return files
 
 
 def final_outputs():

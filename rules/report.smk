@@ -8,8 +8,16 @@ rule aggregate:
             f"{RESULTS}/state/{{array}}/released.json", array=CAMPAIGN["arrays"]
         ),
     output:
-        measurements=f"{RESULTS}/measurements.csv",
-        summary=f"{RESULTS}/summary.csv",
+        measurements=report(
+            f"{RESULTS}/measurements.csv",
+            caption="../report/measurements.rst",
+            category="Tables",
+        ),
+        summary=report(
+            f"{RESULTS}/summary.csv",
+            caption="../report/summary.rst",
+            category="Tables",
+        ),
         markdown=f"{RESULTS}/summary.md",
     log:
         f"{RESULTS}/logs/aggregate.log",
@@ -39,7 +47,11 @@ rule provenance:
     input:
         records=cell_files("write") + cell_files("read"),
     output:
-        f"{RESULTS}/provenance.json",
+        report(
+            f"{RESULTS}/provenance.json",
+            caption="../report/provenance.rst",
+            category="Provenance",
+        ),
     log:
         f"{RESULTS}/logs/provenance.log",
     conda:

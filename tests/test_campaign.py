@@ -2,13 +2,14 @@
 
 import json
 import math
+import subprocess
 
 import pandas as pd
 import pytest
 
 from fsbench.records import COLUMNS
 
-from conftest import held, needs_root, private_scratch, run_campaign
+from conftest import REPO, SNAKEMAKE, held, needs_root, private_scratch, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -26,6 +27,7 @@ def seed_campaign(scratch, name="seed"):
             "xfs": {"type": "xfs"},
         },
         "io": {"size": SIZE, "block_sizes": ["1MiB", "4MiB"], "repeats": 2},
+        "baselines": {"3ware-2012": str(REPO / "tests/data/seed_3ware_2012.txt")},
     }
 
 
@@ -112,3 +114,19 @@ def test_bad_config_stops_before_anything_is_touched(scratch, tmp_path):
     assert "Traceback" not in said
     assert not (tmp_path / "results").exists()
     assert not held(scratch) and not any(scratch.iterdir())
+
+
+def test_baselines_and_report(seed_run):
+    work, scratch, _ = seed_run
+    base = pd.read_csv(work / "results/seed/baselines.csv")
+    assert list(base.columns) == COLUMNS and len(base) == 7
+    assert (base.campaign == "3ware-2012").all() and (base.engine == "dd-log").all()
+    raw_write = base[(base.target == "raw") & (base.op == "write")].iloc[0]
+    assert raw_write.bytes == 21474836480 and raw_write.seconds == 68.929 and raw_write.seconds_durable == 78.373
+    report = work / "results/seed/report.html"
+    cfg = work / "campaign.yaml"
+    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(work), "--report", str(report)]
+    subprocess.run([*argv, "--configfile", str(cfg)], check=True, capture_output=True, timeout=300)
+    html = report.read_text()
+    for name in ("throughput.png", "durable.png", "efficiency.png", "summary.csv", "provenance.json"):
+        assert name in html

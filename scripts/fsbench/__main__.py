@@ -1,4 +1,5 @@
-"""Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host."""
+"""Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host;
+`python -m fsbench results CAMPAIGN.yaml` prints where its results go."""
 
 import argparse
 import sys
@@ -15,6 +16,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     rel = sub.add_parser("release", help="unmount, detach and delete what a campaign holds under its scratch")
     rel.add_argument("campaign", help="the campaign file")
+    res = sub.add_parser("results", help="print the campaign's results folder")
+    res.add_argument("campaign", help="the campaign file")
     args = parser.parse_args(argv)
     try:
         with open(args.campaign) as f:
@@ -22,6 +25,9 @@ def main(argv=None) -> int:
     except (OSError, ConfigError) as e:
         print(f"fsbench: {e}", file=sys.stderr)
         return 2
+    if args.command == "results":
+        print(f"results/{config['campaign']}")
+        return 0
     done = []
     for array in config["arrays"]:
         done += release(array_dir(config["scratch"], config["campaign"], array))
