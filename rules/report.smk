@@ -1,4 +1,12 @@
 # Results: tidy tables, statistics, plots and provenance, rebuilt from the per-measurement records.
+# Quick and device-free: on a cluster they run where Snakemake runs.
+
+
+localrules:
+    aggregate,
+    plots,
+    provenance,
+    baselines,
 
 
 rule aggregate:

@@ -48,13 +48,17 @@ def scratch():
         yield path
 
 
-def run_campaign(workdir: Path, config: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def run_campaign(
+    workdir: Path, config: dict, *args: str, check: bool = True, env: dict | None = None
+) -> subprocess.CompletedProcess:
     """Run the workflow on `config` in `workdir`, as a user would with --configfile."""
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = workdir / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
-    proc = subprocess.run([*argv, "--configfile", str(cfg)], capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(
+        [*argv, "--configfile", str(cfg)], capture_output=True, text=True, timeout=1200, env=os.environ | (env or {})
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc

@@ -1,0 +1,69 @@
+"""Scale out: the same campaign through a real single-node Slurm (started here, stopped after) gives
+results of the same shape as a local run, and every device step went through Slurm."""
+
+import os
+import subprocess
+import sys
+import uuid
+
+import pandas as pd
+import pytest
+
+from conftest import REPO, held, needs_root, private_scratch, run_campaign
+
+sys.path.insert(0, str(REPO / "tools"))
+import slurm_local  # noqa: E402
+
+pytestmark = [needs_root, pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    base = tmp_path_factory.mktemp("slurm")
+    try:
+        env = slurm_local.start(base)
+    except slurm_local.Unavailable as e:
+        pytest.skip(f"no Slurm here: {e}")
+    try:
+        yield base, env
+    finally:
+        stopped = slurm_local.stop(base)
+        assert len(stopped) == 3, stopped
+        for line in stopped:
+            pid = int(line.split("(")[1].rstrip(")"))
+            assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
+
+
+def small(scratch, name):
+    return {
+        "campaign": name,
+        "scratch": str(scratch),
+        "arrays": {"demo": {"kind": "loop", "size": "256MiB"}},
+        "filesystems": {"ext4": {"type": "ext4"}},
+        "io": {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": 1},
+    }
+
+
+def test_campaign_through_slurm_matches_a_local_run(slurm, tmp_path):
+    base, env = slurm
+    name = f"sl-{uuid.uuid4().hex[:6]}"
+    with private_scratch() as scratch:
+        proc = run_campaign(
+            tmp_path / "slurm", small(scratch, name), "--profile", str(REPO / "profiles" / "slurm"),
+            "--seconds-between-status-checks", "2", env=env,
+        )  # fmt: skip
+        assert "executor: slurm" in proc.stdout + proc.stderr or "slurm" in proc.stdout + proc.stderr
+        assert not held(scratch)
+        run_campaign(tmp_path / "local", small(scratch, name))
+    on_slurm = pd.read_csv(tmp_path / f"slurm/results/{name}/measurements.csv")
+    local = pd.read_csv(tmp_path / f"local/results/{name}/measurements.csv")
+    cell = ["target", "fs_type", "op", "pattern", "block_size", "direct", "streams", "rep", "bytes"]
+    assert list(on_slurm.columns) == list(local.columns)
+    assert on_slurm[cell].sort_values(cell).values.tolist() == local[cell].sort_values(cell).values.tolist()
+    assert len(on_slurm) == 4
+    # the job log: raw attach/write/read, ext4 attach/mkfs/mount/write/read, release: 9 jobs, all completed
+    jobs = (base / "log" / "jobcomp.txt").read_text().splitlines()
+    ours = [j for j in jobs if f"WorkDir={tmp_path / 'slurm'}" in j]
+    assert len(ours) == 9 and all("JobState=COMPLETED" in j for j in ours)
+    sinfo = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=os.environ | env)
+    assert sinfo.stdout.strip() == "idle"
