@@ -124,3 +124,17 @@ def test_write_to_a_full_device_fails():
         pytest.skip("no /dev/full")
     with pytest.raises(OSError):
         engine.write(Job((Stream("/dev/full", 0, True),), MiB, 4096))
+
+
+def test_progress_is_logged_at_a_steady_pace(caplog):
+    import logging
+    import time
+
+    done = [0, 0]
+    with caplog.at_level(logging.INFO, logger="fsbench"):
+        with engine.progress("write", 400, done, every=0.05):
+            done[0], done[1] = 100, 100
+            time.sleep(0.3)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) >= 3
+    assert lines[0].startswith("write: 200 of 400 bytes (50 %),") and "MB/s, about" in lines[0]

@@ -5,12 +5,14 @@ was emptied and then measured, so a read's `cached_before` is a fact, not a hope
 """
 
 import ctypes
+import logging
 import mmap
 import os
 import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -18,6 +20,8 @@ PAGE = mmap.PAGESIZE
 # Random data is drawn once into a pool this large and written in turn: no compressor or
 # deduplicating device sees a repeat within 16 MiB, and no block is allocated per write.
 POOL_BYTES = 16 * 2**20
+PROGRESS_SECONDS = 10.0
+log = logging.getLogger("fsbench")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
@@ -106,7 +110,7 @@ def _open(stream: Stream, job: Job, writing: bool) -> int:
     return os.open(stream.path, flags, 0o644)
 
 
-def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: threading.Barrier) -> dict:
+def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: threading.Barrier, done: list) -> dict:
     stream, bs = job.streams[index], job.block_size
     where = offsets(job, index)
     first = index * len(blocks) // len(job.streams)  # streams write different data
@@ -116,25 +120,24 @@ def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: th
             os.ftruncate(fd, job.size)
         start_line.wait()
         start = _clock()
-        moved = 0
         for k, off in enumerate(where):
             block = blocks[(first + k) % len(blocks)]
             n = os.pwrite(fd, block, off)
             while n < bs:  # a short write: finish the block, or fail on a full disk
                 n += os.pwrite(fd, block[n:], off + n)
-            moved += n
+            done[index] += n
         end = _clock()
         os.fsync(fd)
         end_durable = _clock()
     finally:
         os.close(fd)
     return {
-        "path": stream.path, "offset": stream.offset, "bytes": moved,
+        "path": stream.path, "offset": stream.offset, "bytes": done[index],
         "start": start, "end": end, "end_durable": end_durable,
     }  # fmt: skip
 
 
-def _read_stream(job: Job, index: int, start_line: threading.Barrier) -> dict:
+def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list) -> dict:
     stream, bs = job.streams[index], job.block_size
     where = offsets(job, index)
     buf = mmap.mmap(-1, bs)
@@ -145,42 +148,62 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier) -> dict:
     try:
         start_line.wait()
         start = _clock()
-        moved, pos = 0, None
+        pos = None
         for off in where:
             if off != pos:
                 f.seek(off)
             n = f.readinto(view)
             if not n:
                 break
-            moved += n
+            done[index] += n
             pos = off + n
         end = _clock()
     finally:
         f.close()
         view.release()
         buf.close()
-    return {
-        "path": stream.path,
-        "offset": stream.offset,
-        "bytes": moved,
-        "start": start,
-        "end": end,
-        "end_durable": end,
-    }
+    return {"path": stream.path, "offset": stream.offset, "bytes": done[index], "start": start, "end": end,
+            "end_durable": end}  # fmt: skip
 
 
-def _run(job: Job, one_stream) -> list[dict]:
-    """Run `one_stream(index, start_line)` for every stream at once, in threads (the syscalls release the GIL)."""
+def _run(job: Job, op: str, one_stream) -> list[dict]:
+    """Run `one_stream(index, start_line, done)` for every stream at once, in threads (the syscalls release
+    the GIL), while a reporter logs the progress the streams count in `done`."""
     start_line = threading.Barrier(len(job.streams))
-    if len(job.streams) == 1:
-        return [one_stream(0, start_line)]
-    with ThreadPoolExecutor(len(job.streams)) as pool:
-        futures = [pool.submit(one_stream, i, start_line) for i in range(len(job.streams))]
-        try:
-            return [f.result() for f in futures]
-        except BaseException:
-            start_line.abort()  # a stream that failed to open must not leave the others waiting
-            raise
+    done = [0] * len(job.streams)
+    with progress(op, job.size * len(job.streams), done):
+        if len(job.streams) == 1:
+            return [one_stream(0, start_line, done)]
+        with ThreadPoolExecutor(len(job.streams)) as pool:
+            futures = [pool.submit(one_stream, i, start_line, done) for i in range(len(job.streams))]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                start_line.abort()  # a stream that failed to open must not leave the others waiting
+                raise
+
+
+@contextmanager
+def progress(op: str, total: int, done: list, every: float = PROGRESS_SECONDS):
+    """Log bytes moved, rate and time left every `every` seconds while the body runs (for long runs)."""
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def report():
+        while not stop.wait(every):
+            moved, elapsed = sum(done), time.perf_counter() - started
+            rate = moved / elapsed
+            eta = (total - moved) / rate if rate else float("inf")
+            log.info("%s: %d of %d bytes (%.0f %%), %.0f MB/s, about %.0f s left",
+                     op, moved, total, 100 * moved / total, rate / 1e6, eta)  # fmt: skip
+
+    reporter = threading.Thread(target=report, daemon=True)
+    reporter.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        reporter.join()
 
 
 def _describe(job: Job, op: str) -> str:
@@ -196,7 +219,7 @@ def write(job: Job) -> dict:
     """Write every stream (timing the flush too: the durable figure); one figure over all streams."""
     pool, blocks = data_pool(job.block_size, job.data)
     try:
-        streams = _run(job, lambda i, line: _write_stream(job, i, blocks, line))
+        streams = _run(job, "write", lambda i, line, done: _write_stream(job, i, blocks, line, done))
     finally:
         for block in blocks:
             block.release()
@@ -206,7 +229,8 @@ def write(job: Job) -> dict:
 
 def read(job: Job) -> dict:
     """Read every stream into one reused buffer each; one figure over all streams."""
-    return aggregate(_run(job, lambda i, line: _read_stream(job, i, line)), _describe(job, "read"))
+    streams = _run(job, "read", lambda i, line, done: _read_stream(job, i, line, done))
+    return aggregate(streams, _describe(job, "read"))
 
 
 def drop_cache(paths: list[str]) -> None:
