@@ -38,9 +38,10 @@ def campaign(scratch, name, arrays, **extra):
 
 def test_device_array_runs_end_to_end_and_stays_attached(scratch, disk, tmp_path):
     config = campaign(scratch, "dev", {"d": {"kind": "device", "device": disk}}, allow_destroy=[disk])
+    config["io"]["block_sizes"] = ["1MiB", "4MiB"]  # a second cell finds ext4 mounted by the first: ours
     run_campaign(tmp_path, config)
     df = pd.read_csv(tmp_path / "results/dev/measurements.csv")
-    assert sorted(set(df.target)) == ["ext4", "raw"] and len(df) == 4
+    assert sorted(set(df.target)) == ["ext4", "raw"] and len(df) == 8
     assert disk in devices.loop_backing()  # not ours to detach
     assert devices.mount_at(scratch / "c" / "dev" / "d" / "mnt") is None
     prov = json.loads((tmp_path / "results/dev/provenance.json").read_text())

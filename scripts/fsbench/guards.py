@@ -62,8 +62,11 @@ def holders(dev: str) -> list[str]:
     return sorted(set(found))
 
 
-def check_device(dev: str, allow_destroy: list[str], key: str) -> dict:
-    """Refuse unless `dev` may be overwritten; returns what it holds now (its signature)."""
+def check_device(dev: str, allow_destroy: list[str], key: str, own_mount: str | None = None) -> dict:
+    """Refuse unless `dev` may be overwritten; returns what it holds now (its signature).
+
+    A mount at `own_mount` is the campaign's own filesystem on it, not someone else's use.
+    """
     if not os.path.exists(dev):
         raise DeviceError(f"{key}: {dev} does not exist")
     if not stat.S_ISBLK(os.stat(dev).st_mode):
@@ -75,7 +78,7 @@ def check_device(dev: str, allow_destroy: list[str], key: str) -> dict:
     what = f" (it holds {sig['type']} {sig['uuid']})" if sig["type"] else ""
     fam = family(dev)
     for m in mounts():
-        if m.device in fam:
+        if m.device in fam and m.mountpoint != own_mount:
             root = " — the root filesystem" if m.mountpoint == "/" else ""
             raise DeviceError(f"{key}: {fam[m.device]} is mounted at {m.mountpoint}{root}{what}; refusing to touch it")
     swapping = active_swaps() & {os.path.realpath(d) for d in fam.values()}

@@ -53,7 +53,8 @@ def check_writable(state: dict, workdir, key: str = "array") -> None:
         if state["kind"] == "loop":
             devices.check_ours(dev, workdir)
         else:
-            guards.check_device(dev, state["members"], key)  # listed in allow_destroy: checked with the config
+            # listed in allow_destroy: checked with the config; our own mount of it is no objection
+            guards.check_device(dev, state["members"], key, own_mount=str((Path(workdir) / "mnt").resolve()))
 
 
 def assemble_md(members: list[str], array: dict, workdir) -> str:
