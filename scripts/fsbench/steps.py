@@ -43,18 +43,22 @@ def attach(array: dict, workdir, name: str = "") -> dict:
         why = guards.md_support()
         if why:
             raise devices.DeviceError(f"{key} (kind {kind}, RAID {array['level']}): {why}; nothing was written")
-        state["devices"] = [assemble_md(devs, array, workdir)]
+        md = assemble_md(devs, array, workdir)
+        state |= {"devices": [md], "md": md}
     return state | {"info": [device_info(d) for d in state["devices"]]}
 
 
 def check_writable(state: dict, workdir, key: str = "array") -> None:
     """Refuse to write unless every member is ours: a loop image of this campaign, or a device passing the guards."""
+    own = str((Path(workdir) / "mnt").resolve())  # our own mount of it is no objection
+    if "md" in state:  # the members are held by our own md array now: that array must be free
+        guards.check_device(state["md"], [state["md"]], key, own_mount=own)
+        return
     for dev in state["members"]:
         if state["kind"] == "loop":
             devices.check_ours(dev, workdir)
-        else:
-            # listed in allow_destroy: checked with the config; our own mount of it is no objection
-            guards.check_device(dev, state["members"], key, own_mount=str((Path(workdir) / "mnt").resolve()))
+        else:  # listed in allow_destroy: checked with the config
+            guards.check_device(dev, state["members"], key, own_mount=own)
 
 
 def assemble_md(members: list[str], array: dict, workdir) -> str:
