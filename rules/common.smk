@@ -122,8 +122,12 @@ def array_reads(wildcards):
 
 
 def plot_files():
-    """The plots as files; the PNGs also as report items with a caption saying what was measured and how."""
+    """The plots as files; the PNGs also as report items with a caption saying what was measured and how.
+
+    baselines.png/svg (the campaign beside its baselines) only when the config has baselines.
+    """
     names = ["throughput", "durable"] + (["efficiency"] if "raw" in TARGETS else [])
+    names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
     for name in names:
         png = f"{RESULTS}/plots/{name}.png"

@@ -9,12 +9,18 @@ localrules:
     baselines,
 
 
+# baselines.csv as an extra input where the config has baselines; an empty list (never a missing name)
+# otherwise, so the scripts always find snakemake.input.baselines.
+BASELINE_ROWS = [f"{RESULTS}/baselines.csv"] if CAMPAIGN["baselines"] else []
+
+
 rule aggregate:
     input:
         records=cell_files("write") + cell_files("read"),
         released=expand(
             f"{RESULTS}/state/{{array}}/released.json", array=CAMPAIGN["arrays"]
         ),
+        baselines=BASELINE_ROWS,
     output:
         measurements=report(
             f"{RESULTS}/measurements.csv",
@@ -41,6 +47,7 @@ rule plots:
     input:
         measurements=f"{RESULTS}/measurements.csv",
         summary=f"{RESULTS}/summary.csv",
+        baselines=BASELINE_ROWS,
     output:
         plot_files(),
     log:

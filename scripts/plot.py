@@ -1,4 +1,4 @@
-"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable."""
+"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable, and beside the baselines."""
 
 from pathlib import Path
 
@@ -9,7 +9,9 @@ from fsbench.steplog import run_step
 
 
 def plot(inp, outdir):
-    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir))
+    # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
+    baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
+    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines)
     return [str(p) for p in paths]
 
 

@@ -2,9 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fsbench.plots import plot_campaign
+from fsbench.plots import _beside_baselines, plot_campaign
 from fsbench.records import COLUMNS
-from fsbench.stats import summarize
+from fsbench.stats import summarize, summarize_baselines
 
 MiB = 2**20
 SEED = {"raw": (312, 419), "ext3": (137, 320), "xfs": (269, 410)}  # MB/s write/read, from the 2012 post
@@ -82,3 +82,86 @@ def test_plot_campaign_from_csv_files(tmp_path):
     paths = plot_campaign(pd.read_csv(tmp_path / "m.csv"), pd.read_csv(tmp_path / "s.csv"), tmp_path / "plots")
     assert names(paths) == ALL
     assert_written(paths)
+
+
+# The 2012 seed's dd log as baselines.csv holds it (7 runs of 20 GiB): target, op, block size, seconds, real.
+SEED_RUNS = [
+    ("raw", "write", MiB, 68.929, 78.373),
+    ("raw", "read", MiB, 51.2106, 51.335),
+    ("ext3", "write", MiB, 156.81, 192.603),
+    ("ext3", "read", MiB, 67.165, 67.334),
+    ("ext3", "read", 4 * MiB, 63.088, 63.222),
+    ("xfs", "write", MiB, 79.7094, 89.821),
+    ("xfs", "read", MiB, 52.4275, 52.564),
+]
+TODAY = {"raw": (1900, 2000), "ext3": (420, 1500), "ext4": (1300, 1800), "xfs": (1500, 1900), "btrfs": (900, 1700)}
+
+
+def seed_baseline(name="3ware-2012"):
+    rows = []
+    for target, op, bs, seconds, real in SEED_RUNS:
+        rows.append({
+            "campaign": name, "host": "", "array": name, "target": target, "fs_type": target, "op": op,
+            "pattern": "seq", "block_size": bs, "direct": False, "streams": 1, "rep": 1, "bytes": 21474836480,
+            "seconds": seconds, "mb_s": 21474836480 / seconds / 1e6, "seconds_durable": real,
+            "mb_s_durable": 21474836480 / real / 1e6, "engine": "dd-log", "cache": "", "cached_before": np.nan,
+            "started_at": "", "flags": "short-transfer" if bs == 4 * MiB else "",
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def bar_heights(ax):
+    return sorted(round(p.get_height()) for p in ax.patches)
+
+
+def test_plot_campaign_with_baselines(tmp_path):
+    m = measurements(arrays=("loop",), targets=TODAY)
+    paths = plot_campaign(m, summarize(m), tmp_path, seed_baseline())
+    assert names(paths) == sorted([*ALL, "baselines.png", "baselines.svg"])
+    assert_written(paths)
+    svg = (tmp_path / "baselines.svg").read_text()  # text stays text (svg.fonttype none)
+    for said in ("3ware-2012 (baseline)", "c / loop (this campaign)", "dd-style", "MB/s", "write", "read", "bs 4MiB"):
+        assert said in svg, said
+    for figure in ("312", "419", "137", "320", "340", "269", "410"):
+        assert f">{figure}<" in svg, figure
+    assert "flush not included" in svg  # the title says which figure it is: dd's, not durable
+
+
+def test_baselines_figure_bars_share_one_axis():
+    m = measurements(arrays=("loop",), targets=TODAY)
+    summary, earlier = summarize(m), summarize_baselines(seed_baseline())
+    fig = _beside_baselines(summary, earlier)
+    write, read = fig.axes[0], fig.axes[1]
+    assert (write.get_title(loc="left"), read.get_title(loc="left")) == ("write", "read")
+    assert write.get_ylim() == read.get_ylim() and write.get_ylim()[1] > 2000 * 1.02
+    assert [t.get_text() for t in write.get_xticklabels()] == list(TODAY)
+    # Campaign medians (5 targets x 2 block sizes) beside the seed's dd-style rates (mb_s), not its durable ones.
+    medians = summary.set_index(["op", "target", "block_size"])["median"]
+    assert bar_heights(write) == sorted([*(round(v) for v in medians["write"]), 312, 137, 269])
+    assert bar_heights(read) == sorted([*(round(v) for v in medians["read"]), 419, 320, 340, 410])
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [
+        "c / loop (this campaign), bs 1MiB",
+        "c / loop (this campaign), bs 4MiB",
+        "3ware-2012 (baseline), bs 1MiB",
+        "3ware-2012 (baseline), bs 4MiB",
+    ]
+
+
+def test_baselines_figure_only_with_baselines_and_always_then(tmp_path):
+    m = measurements(arrays=("loop",), targets={"raw": (1900, 2000)}, block_sizes=(MiB,), reps=1)  # quick to draw
+    for none in (None, seed_baseline().iloc[:0]):
+        assert "baselines.png" not in names(plot_campaign(m, summarize(m), tmp_path / "n", none))
+    # From CSV files, as scripts/plot.py reads them; two baselines, one an earlier measurements.csv.
+    earlier = pd.concat([seed_baseline(), m.assign(campaign="last-run")], ignore_index=True)
+    earlier.to_csv(tmp_path / "b.csv", index=False)
+    got = plot_campaign(m, summarize(m), tmp_path / "csv", pd.read_csv(tmp_path / "b.csv"))
+    assert "baselines.png" in names(got)
+    assert "last-run / loop (baseline)" in (tmp_path / "csv" / "baselines.svg").read_text()
+    # The workflow expects the file whenever there are baselines: with no campaign rows, or nothing to show.
+    assert names(plot_campaign(m.iloc[:0], summarize(m.iloc[:0]), tmp_path / "e", seed_baseline())) == [
+        "baselines.png",
+        "baselines.svg",
+    ]
+    odd = seed_baseline().assign(op="")
+    assert "baselines.png" in names(plot_campaign(m, summarize(m), tmp_path / "o", odd))

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from fsbench.records import COLUMNS
-from fsbench.stats import SUMMARY_COLUMNS, flag_above_raw, summarize, summary_markdown
+from fsbench.stats import SUMMARY_COLUMNS, flag_above_raw, summarize, summarize_baselines, summary_markdown
 
 MiB = 2**20
 # t(0.975, df=2), from tables; scipy-independent.
@@ -150,3 +150,100 @@ def test_summary_markdown_labels_what_varies():
     text = summary_markdown(summarize(m), "t")
     assert "write 1MiB buffered" in text and "write 1MiB direct" in text
     assert "## a" in text and "## b" in text
+
+
+# The 2012 seed's dd log as baselines.csv holds it: 20 GiB per run, dd's seconds and the shell's `real` line.
+SEED_BYTES = 21474836480
+SEED_RUNS = [  # target, op, block size, seconds, real
+    ("raw", "write", MiB, 68.929, 78.373),
+    ("raw", "read", MiB, 51.2106, 51.335),
+    ("ext3", "write", MiB, 156.81, 192.603),
+    ("ext3", "read", MiB, 67.165, 67.334),
+    ("ext3", "read", 4 * MiB, 63.088, 63.222),
+    ("xfs", "write", MiB, 79.7094, 89.821),
+    ("xfs", "read", MiB, 52.4275, 52.564),
+]
+
+
+def seed_baseline(name="3ware-2012"):
+    rows = []
+    for target, op, bs, seconds, real in SEED_RUNS:
+        rate, durable = SEED_BYTES / seconds / 1e6, SEED_BYTES / real / 1e6
+        rows.append(row(target, op, rate, 1, array=name, block_size=bs, durable=durable, campaign=name,
+                        host="", bytes=SEED_BYTES, seconds=seconds, seconds_durable=real, engine="dd-log",
+                        cache="", cached_before=np.nan, started_at=""))  # fmt: skip
+    return frame(rows)
+
+
+def small_campaign():
+    return frame(
+        [row(t, op, v * f, i + 1, array="loop", block_size=bs) for i, f in enumerate([0.98, 1.0, 1.02])
+         for t, w, r in [("raw", 1900.0, 2000.0), ("ext3", 420.0, 1500.0), ("xfs", 1500.0, 1900.0)]
+         for bs in (MiB, 4 * MiB) for op, v in (("write", w), ("read", r))]
+    )  # fmt: skip
+
+
+def test_summarize_baselines_keeps_each_baseline_apart():
+    later = seed_baseline("last-run")
+    later = later[later["target"] != "raw"].assign(target=lambda f: f["target"].map({"ext3": "xfs", "xfs": "ext3"}))
+    s = summarize_baselines(pd.concat([seed_baseline(), later], ignore_index=True))
+    assert list(s.columns) == SUMMARY_COLUMNS
+    assert list(dict.fromkeys(s["campaign"])) == ["3ware-2012", "last-run"]
+    # Each in its own order (not the first baseline's), each efficiency against its own raw only.
+    assert list(dict.fromkeys(s[s["campaign"] == "last-run"]["target"])) == ["xfs", "ext3"]
+    assert s[s["campaign"] == "last-run"]["efficiency_vs_raw"].isna().all()
+    assert one(s, campaign="3ware-2012", target="ext3", op="write")["efficiency_vs_raw"] == pytest.approx(
+        68.929 / 156.81
+    )
+    assert summarize_baselines(frame([])).empty and summarize_baselines(None).empty
+
+
+def test_summary_markdown_baselines_section():
+    campaign = small_campaign()
+    summary = summarize(campaign)
+    text = summary_markdown(summary, "fsbench campaign 'today'", summarize_baselines(seed_baseline()))
+    lines = text.splitlines()
+    # The campaign's tables first, exactly as without baselines; then the section, one heading per baseline.
+    alone = summary_markdown(summary, "fsbench campaign 'today'")
+    assert text.startswith(alone.rstrip("\n"))
+    assert lines.index("## loop") < lines.index("## Baselines") < lines.index("### 3ware-2012")
+    after = lines[lines.index("### 3ware-2012") :]
+    assert "All tests: seq, buffered, 1 stream." in after
+    assert "| target | write 1MiB | read 1MiB | read 4MiB |" in after  # only what the seed ran
+    assert "| Raw | 312 MB/s n=1 | 419 MB/s n=1 | – |" in after
+    assert "| ext3 | 137 MB/s n=1 | 320 MB/s n=1 | 340 MB/s n=1 |" in after
+    assert "| xfs | 269 MB/s n=1 | 410 MB/s n=1 | – |" in after
+    # Durable = the `real` line; share of raw within the baseline.
+    assert "| target | write 1MiB durable | write 1MiB vs raw | read 1MiB vs raw | read 4MiB vs raw |" in after
+    assert "| Raw | 274 MB/s | 100% | 100% | – |" in after
+    assert "| ext3 | 111 MB/s | 44% | 76% | – |" in after
+    # The campaign's own tables hold none of the seed's figures.
+    before = lines[: lines.index("## Baselines")]
+    assert not any("312 MB/s" in x or "n=1" in x for x in before)
+    assert any(x.startswith("| Raw | 1900 MB/s") for x in before)
+
+
+def test_summary_markdown_baselines_optional_and_alone():
+    summary = summarize(small_campaign())
+    for none in (None, summarize_baselines(frame([]))):
+        assert "Baselines" not in summary_markdown(summary, "t", none)
+    # No measurements of its own yet: the baselines still show.
+    text = summary_markdown(summarize(frame([])), "t", summarize_baselines(seed_baseline()))
+    assert "No measurements." in text and "## Baselines" in text and "| Raw | 312 MB/s n=1 | 419 MB/s n=1 | – |" in text
+
+
+def test_summary_markdown_baselines_several_and_odd_rows():
+    older = seed_baseline()
+    # An earlier measurements.csv with two arrays, and a dd log whose headings named neither target nor op.
+    last = small_campaign().assign(campaign="last-run")
+    last = pd.concat([last, last[last["array"] == "loop"].assign(array="md0")], ignore_index=True)
+    pasted = seed_baseline("pasted").iloc[:2].assign(target=["", np.nan], fs_type=["", np.nan], op=["write", ""])
+    text = summary_markdown(
+        summarize(small_campaign()), "t", summarize_baselines(pd.concat([older, last, pasted], ignore_index=True))
+    )
+    lines = text.splitlines()
+    headings = [x for x in lines if x.startswith("### ")]
+    assert headings == ["### 3ware-2012", "### last-run / loop", "### last-run / md0", "### pasted"]
+    after = lines[lines.index("### pasted") :]
+    assert "| target | write 1MiB | op? 1MiB |" in after
+    assert any(x.startswith("| unnamed | 312 MB/s n=1 |") for x in after)

@@ -101,6 +101,14 @@ def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     return sort_rows(out[SUMMARY_COLUMNS], ["campaign", "array", "target", "op", *TEST])
 
 
+def summarize_baselines(rows: pd.DataFrame) -> pd.DataFrame:
+    """summarize() per baseline (rows of baselines.csv), so each keeps its own target order, one after another."""
+    if rows is None or rows.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    parts = [summarize(part) for _, part in rows.groupby("campaign", sort=False, dropna=False)]
+    return pd.concat(parts, ignore_index=True)
+
+
 def flag_above_raw(measurements: pd.DataFrame) -> pd.DataFrame:
     """A copy where filesystem rows faster than every raw repetition of their cell are flagged 'above-raw'.
 
@@ -148,57 +156,92 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 def _target_name(target, fs_type) -> str:
     if target == "raw":
         return "Raw"
-    return str(target) if str(fs_type) in (str(target), "nan") else f"{target} ({fs_type})"
+    if pd.isna(target) or str(target).strip() == "":
+        return "unnamed"  # a dd log whose heading names no target
+    return str(target) if str(fs_type) in (str(target), "nan", "") else f"{target} ({fs_type})"
 
 
-def summary_markdown(summary: pd.DataFrame, title: str) -> str:
-    """summary.md: per array, the medians with their CI, then durable write rates and efficiency vs raw."""
+def _op_name(op) -> str:
+    return "op?" if pd.isna(op) or str(op).strip() == "" else str(op)  # a dd log that says neither write nor read
+
+
+def _array_tables(part: pd.DataFrame) -> list[str]:
+    """The tables of one campaign/array (or baseline): medians with CI, then durable writes and share of raw."""
+    lines = []
+    vary = varying(part)
+    tests = sort_rows(part[["op", *TEST]].drop_duplicates(), [*TEST, "op"])
+    # A column is one (op, test); its key finds the cell of each target.
+    columns = [((r["op"], *r[TEST]), f"{_op_name(r['op'])} {test_label(r, vary)}") for _, r in tests.iterrows()]
+    fixed = [c for c in ("pattern", "direct", "streams") if c not in vary]
+    if fixed:
+        first = part.iloc[0]
+        said = {
+            "pattern": str(first["pattern"]),
+            "direct": "O_DIRECT" if _truthy(first["direct"]) else "buffered",
+            "streams": f"{first['streams']} stream" + ("" if str(first["streams"]) == "1" else "s"),
+        }
+        lines += ["All tests: " + ", ".join(said[c] for c in fixed) + ".", ""]
+
+    by_target: dict[str, dict] = {}
+    for _, r in part.iterrows():
+        by_target.setdefault(_target_name(r["target"], r["fs_type"]), {})[(r["op"], *r[TEST])] = r
+    rows = [[name, *(_cell(cells[k]) if k in cells else "–" for k, _ in columns)] for name, cells in by_target.items()]
+    lines += _table(["target", *(label for _, label in columns)], rows) + [""]
+
+    # The seed's `real` line: what a user waits for, including the flush.
+    durable = [c for c in columns if c[0][0] == "write"] if part["median_durable"].notna().any() else []
+    ratio = columns if part["efficiency_vs_raw"].notna().any() else []
+    if durable or ratio:
+        header = [
+            "target",
+            *(f"{label} durable" for _, label in durable),
+            *(f"{label} vs raw" for _, label in ratio),
+        ]
+        rows = []
+        for name, cells in by_target.items():
+            rate = [cells[k]["median_durable"] if k in cells else np.nan for k, _ in durable]
+            share = [cells[k]["efficiency_vs_raw"] if k in cells else np.nan for k, _ in ratio]
+            rows.append(
+                [name, *(f"{_num(v)} MB/s" if pd.notna(v) else "–" for v in rate)]
+                + [f"{v:.0%}" if pd.notna(v) else "–" for v in share]
+            )
+        lines += ["Durable write rate (median, including flush) and median as a share of raw:", ""]
+        lines += _table(header, rows) + [""]
+    return lines
+
+
+def baseline_name(name, array, several_arrays: bool) -> str:
+    """A baseline as a reader knows it: its config name, plus the array where that adds anything."""
+    return f"{name} / {array}" if several_arrays or str(array) != str(name) else str(name)
+
+
+def summary_markdown(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None) -> str:
+    """summary.md: per array, the medians with their CI, then durable write rates and efficiency vs raw.
+
+    `baselines` (the summary of baselines.csv, optional) follows in a section "Baselines", one heading per
+    baseline with the same tables, so earlier figures can be read beside this campaign's.
+    """
     lines = [f"# {title}", ""]
     if summary.empty:
-        return "\n".join([*lines, "No measurements.", ""])
-    lines += [LEGEND, ""]
-    several_campaigns = summary["campaign"].nunique(dropna=False) > 1
-    for (campaign, array), part in summary.groupby(["campaign", "array"], sort=False, dropna=False):
-        lines += [f"## {campaign} / {array}" if several_campaigns else f"## {array}", ""]
-        vary = varying(part)
-        tests = sort_rows(part[["op", *TEST]].drop_duplicates(), [*TEST, "op"])
-        # A column is one (op, test); its key finds the cell of each target.
-        columns = [((r["op"], *r[TEST]), f"{r['op']} {test_label(r, vary)}") for _, r in tests.iterrows()]
-        fixed = [c for c in ("pattern", "direct", "streams") if c not in vary]
-        if fixed:
-            first = part.iloc[0]
-            said = {
-                "pattern": str(first["pattern"]),
-                "direct": "O_DIRECT" if _truthy(first["direct"]) else "buffered",
-                "streams": f"{first['streams']} stream" + ("" if str(first["streams"]) == "1" else "s"),
-            }
-            lines += ["All tests: " + ", ".join(said[c] for c in fixed) + ".", ""]
-
-        by_target: dict[str, dict] = {}
-        for _, r in part.iterrows():
-            by_target.setdefault(_target_name(r["target"], r["fs_type"]), {})[(r["op"], *r[TEST])] = r
-        rows = [
-            [name, *(_cell(cells[k]) if k in cells else "–" for k, _ in columns)] for name, cells in by_target.items()
+        lines += ["No measurements.", ""]
+    else:
+        lines += [LEGEND, ""]
+        several_campaigns = summary["campaign"].nunique(dropna=False) > 1
+        for (campaign, array), part in summary.groupby(["campaign", "array"], sort=False, dropna=False):
+            lines += [f"## {campaign} / {array}" if several_campaigns else f"## {array}", ""]
+            lines += _array_tables(part)
+    if baselines is not None and not baselines.empty:
+        lines += [
+            "## Baselines",
+            "",
+            "Earlier figures (CONTRACT.md `baselines:`), summarized exactly as this campaign's. For a pasted dd log "
+            "each figure is one dd run: its rate as dd printed it, and as durable its shell `real` line where "
+            "there is one.",
+            "",
         ]
-        lines += _table(["target", *(label for _, label in columns)], rows) + [""]
-
-        # The seed's `real` line: what a user waits for, including the flush.
-        durable = [c for c in columns if c[0][0] == "write"] if part["median_durable"].notna().any() else []
-        ratio = columns if part["efficiency_vs_raw"].notna().any() else []
-        if durable or ratio:
-            header = [
-                "target",
-                *(f"{label} durable" for _, label in durable),
-                *(f"{label} vs raw" for _, label in ratio),
-            ]
-            rows = []
-            for name, cells in by_target.items():
-                rate = [cells[k]["median_durable"] if k in cells else np.nan for k, _ in durable]
-                share = [cells[k]["efficiency_vs_raw"] if k in cells else np.nan for k, _ in ratio]
-                rows.append(
-                    [name, *(f"{_num(v)} MB/s" if pd.notna(v) else "–" for v in rate)]
-                    + [f"{v:.0%}" if pd.notna(v) else "–" for v in share]
-                )
-            lines += ["Durable write rate (median, including flush) and median as a share of raw:", ""]
-            lines += _table(header, rows) + [""]
+        for name, rows in baselines.groupby("campaign", sort=False, dropna=False):
+            several_arrays = rows["array"].nunique(dropna=False) > 1
+            for array, part in rows.groupby("array", sort=False, dropna=False):
+                lines += [f"### {baseline_name(name, array, several_arrays)}", ""]
+                lines += _array_tables(part)
     return "\n".join(lines)
