@@ -4,7 +4,7 @@ SNAKEMAKE := .venv/bin/snakemake
 CORES ?= 2
 CAMPAIGN ?= config/config.yaml
 
-.PHONY: setup bench test lint release report bench-engines
+.PHONY: setup bench test lint release report bench-engines bench-dag
 
 setup:
 	@tools/setup.sh
@@ -33,3 +33,8 @@ release: setup
 # python vs dd vs fio on a RAM-backed loop device; prints a table and keeps it in docs/bench-engines.md.
 bench-engines: setup
 	.venv/bin/python benchmarks/engines.py
+
+# Planning speed: snakemake -n on 10,000 cells, and a no-op run of a finished ~500-job campaign (no device
+# is touched); prints a table and keeps it in docs/bench-dag.md.
+bench-dag: setup
+	.venv/bin/python benchmarks/dag.py
