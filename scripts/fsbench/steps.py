@@ -63,7 +63,7 @@ def check_writable(state: dict, workdir, key: str = "array") -> None:
 
 def assemble_md(members: list[str], array: dict, workdir) -> str:
     """Create the md array over `members` (not reached on kernels without md: attach stops before)."""
-    md = f"/dev/md/fsbench-{Path(workdir).parent.name}-{Path(workdir).name}"
+    md = guards.md_name(Path(workdir).parent.name, Path(workdir).name)
     if not os.path.exists(md):
         run(guards.mdadm_create_argv(md, array["level"], array["chunk"], members))
     write_json(Path(workdir) / "md.json", {"md": md, "members": members})
