@@ -62,3 +62,16 @@ def run_campaign(
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
+
+
+# The 2012 seed's dd log as baselines.csv holds it (7 runs of 20 GiB): for the statistics and plot tests.
+MiB = 2**20
+SEED_RUNS = [  # target, op, block size, seconds, real
+    ("raw", "write", MiB, 68.929, 78.373),
+    ("raw", "read", MiB, 51.2106, 51.335),
+    ("ext3", "write", MiB, 156.81, 192.603),
+    ("ext3", "read", MiB, 67.165, 67.334),
+    ("ext3", "read", 4 * MiB, 63.088, 63.222),
+    ("xfs", "write", MiB, 79.7094, 89.821),
+    ("xfs", "read", MiB, 52.4275, 52.564),
+]

@@ -6,6 +6,8 @@ from fsbench.plots import _beside_baselines, plot_campaign
 from fsbench.records import COLUMNS
 from fsbench.stats import summarize, summarize_baselines
 
+from conftest import SEED_RUNS
+
 MiB = 2**20
 SEED = {"raw": (312, 419), "ext3": (137, 320), "xfs": (269, 410)}  # MB/s write/read, from the 2012 post
 
@@ -84,16 +86,6 @@ def test_plot_campaign_from_csv_files(tmp_path):
     assert_written(paths)
 
 
-# The 2012 seed's dd log as baselines.csv holds it (7 runs of 20 GiB): target, op, block size, seconds, real.
-SEED_RUNS = [
-    ("raw", "write", MiB, 68.929, 78.373),
-    ("raw", "read", MiB, 51.2106, 51.335),
-    ("ext3", "write", MiB, 156.81, 192.603),
-    ("ext3", "read", MiB, 67.165, 67.334),
-    ("ext3", "read", 4 * MiB, 63.088, 63.222),
-    ("xfs", "write", MiB, 79.7094, 89.821),
-    ("xfs", "read", MiB, 52.4275, 52.564),
-]
 TODAY = {"raw": (1900, 2000), "ext3": (420, 1500), "ext4": (1300, 1800), "xfs": (1500, 1900), "btrfs": (900, 1700)}
 
 

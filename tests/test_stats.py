@@ -7,6 +7,8 @@ import pytest
 from fsbench.records import COLUMNS
 from fsbench.stats import SUMMARY_COLUMNS, flag_above_raw, summarize, summarize_baselines, summary_markdown
 
+from conftest import SEED_RUNS
+
 MiB = 2**20
 # t(0.975, df=2), from tables; scipy-independent.
 T_975_2 = 4.302652729911275
@@ -154,15 +156,6 @@ def test_summary_markdown_labels_what_varies():
 
 # The 2012 seed's dd log as baselines.csv holds it: 20 GiB per run, dd's seconds and the shell's `real` line.
 SEED_BYTES = 21474836480
-SEED_RUNS = [  # target, op, block size, seconds, real
-    ("raw", "write", MiB, 68.929, 78.373),
-    ("raw", "read", MiB, 51.2106, 51.335),
-    ("ext3", "write", MiB, 156.81, 192.603),
-    ("ext3", "read", MiB, 67.165, 67.334),
-    ("ext3", "read", 4 * MiB, 63.088, 63.222),
-    ("xfs", "write", MiB, 79.7094, 89.821),
-    ("xfs", "read", MiB, 52.4275, 52.564),
-]
 
 
 def seed_baseline(name="3ware-2012"):
