@@ -75,3 +75,28 @@ SEED_RUNS = [  # target, op, block size, seconds, real
     ("xfs", "write", MiB, 79.7094, 89.821),
     ("xfs", "read", MiB, 52.4275, 52.564),
 ]
+
+
+# The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.
+import re  # noqa: E402
+
+from fsbench.engine import Job, Stream  # noqa: E402
+
+
+def file_job(paths, size: int = 16 * MiB, bs: int = MiB, **kw) -> Job:
+    """A job with one file stream per path."""
+    return Job(streams=tuple(Stream(str(p)) for p in paths), size=size, block_size=bs, **kw)
+
+
+def logged_progress(caplog, op: str, total: int, share: int) -> list[int]:
+    """The bytes done in each progress line logged for `op`, checked: the python engine's format, in order,
+    never above `total`, at least one taken mid-run, and (several streams of `share` bytes each) counting
+    more than one stream."""
+    line = re.compile(rf"{op}: (\d+) of {total} bytes \(\d+ %\), \d+ MB/s, about (\d+|inf) s left")
+    done = [int(m[1]) for r in caplog.records if r.name == "fsbench" and (m := line.fullmatch(r.getMessage()))]
+    assert len(done) >= 3, f"too few progress lines for {op}: {caplog.text}"
+    assert done == sorted(done) and 0 <= done[0] and done[-1] <= total, done
+    assert any(0 < n < total for n in done), f"no progress line taken while {op} ran: {done}"
+    if total > share:
+        assert max(done) > share, f"only one stream's bytes counted: {done}"
+    return done

@@ -1,10 +1,9 @@
 """The dd engine: command construction (no disk), dd's own output parsed, real runs on small files."""
 
 import glob
+import logging
 import os
-import shutil
 import subprocess
-import tempfile
 import zlib
 
 import pytest
@@ -13,23 +12,13 @@ from fsbench import ddengine
 from fsbench.engine import Job, Stream
 from fsbench.system import ToolError
 
+from conftest import file_job, logged_progress
+
 MiB = 2**20
-
-
-def file_job(paths, size=16 * MiB, bs=MiB, **kw) -> Job:
-    return Job(streams=tuple(Stream(str(p)) for p in paths), size=size, block_size=bs, **kw)
 
 
 def pools() -> set[str]:
     return set(glob.glob(os.path.join(ddengine.POOL_DIR, "fsbench-dd-pool-*")))
-
-
-@pytest.fixture
-def var_tmp():
-    """A folder on /var/tmp, a real disk filesystem where O_DIRECT works (/tmp may be tmpfs)."""
-    path = tempfile.mkdtemp(prefix="fsbench-dd-", dir="/var/tmp")
-    yield path
-    shutil.rmtree(path)
 
 
 def test_write_argv_one_file_stream():
@@ -128,12 +117,31 @@ def test_two_streams_run_together_and_aggregate_over_wall_time(tmp_path):
     assert len(r["command"].splitlines()) == 2
 
 
-def test_direct_io_on_var_tmp(var_tmp):
-    job = file_job([os.path.join(var_tmp, "f")], size=8 * MiB, data="zero", direct=True)
+def test_direct_io_on_var_tmp(scratch):  # scratch: on /var/tmp, a disk filesystem (/tmp may be tmpfs)
+    job = file_job([scratch / "f"], size=8 * MiB, data="zero", direct=True)
     w = ddengine.write(job)
     assert "oflag=direct" in w["command"] and w["bytes"] == 8 * MiB == os.path.getsize(job.streams[0].path)
     r = ddengine.read(job)
     assert "iflag=direct" in r["command"] and r["bytes"] == 8 * MiB
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_progress_is_logged_while_dd_runs_and_the_results_keep_their_shape(scratch, caplog, n):
+    # O_DIRECT in 4 KiB blocks is slow enough (seen: ~30 MB/s) for several 10 ms progress lines per run.
+    job = file_job([scratch / f"s{i}" for i in range(n)], size=8 * MiB, bs=4096, data="zero", direct=True)
+    with caplog.at_level(logging.INFO, logger="fsbench"):
+        w = ddengine.write(job, every=0.01)
+        r = ddengine.read(job, every=0.01)
+    logged_progress(caplog, "write", n * 8 * MiB, 8 * MiB)
+    logged_progress(caplog, "read", n * 8 * MiB, 8 * MiB)
+    for result in (w, r):  # dd's closing lines were parsed as before: nothing of the progress got in
+        assert set(result) == {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams"}
+        assert result["bytes"] == n * 8 * MiB and len(result["streams"]) == n
+        for s in result["streams"]:
+            assert set(s) == {"path", "offset", "bytes", "start", "end", "end_durable", "dd_seconds", "dd_rate",
+                              "records_out", "command"}  # fmt: skip
+            assert s["records_out"] == (2048, 0) and s["dd_seconds"] > 0
+    assert os.path.getsize(scratch / "s0") == 8 * MiB
 
 
 def test_a_failing_dd_raises_with_its_message(tmp_path):

@@ -1,6 +1,10 @@
 """The python engine and the cold-read machinery, on real files and a real loop device."""
 
+import logging
 import os
+import subprocess
+import sys
+import time
 import zlib
 
 import pytest
@@ -8,7 +12,7 @@ import pytest
 from fsbench import devices, engine
 from fsbench.engine import Job, Stream
 
-from conftest import needs_root
+from conftest import file_job, logged_progress, needs_root
 
 MiB = 2**20
 
@@ -127,9 +131,6 @@ def test_write_to_a_full_device_fails():
 
 
 def test_progress_is_logged_at_a_steady_pace(caplog):
-    import logging
-    import time
-
     done = [0, 0]
     with caplog.at_level(logging.INFO, logger="fsbench"):
         with engine.progress("write", 400, done, every=0.05):
@@ -138,3 +139,55 @@ def test_progress_is_logged_at_a_steady_pace(caplog):
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) >= 3
     assert lines[0].startswith("write: 200 of 400 bytes (50 %),") and "MB/s, about" in lines[0]
+
+
+def test_progress_takes_a_count_function_and_never_says_more_than_the_total(caplog):
+    with caplog.at_level(logging.INFO, logger="fsbench"):
+        with engine.progress("read", 400, lambda: 500, every=0.02):
+            time.sleep(0.1)
+    assert caplog.records and all(r.getMessage().startswith("read: 400 of 400 bytes (100 %),") for r in caplog.records)
+
+
+def test_progress_is_logged_while_python_streams_run(scratch, caplog):
+    job = file_job([scratch / "a", scratch / "b"], size=8 * MiB, bs=4096, direct=True)
+    with caplog.at_level(logging.INFO, logger="fsbench"):
+        engine.write(job, every=0.01)
+        engine.read(job, every=0.01)
+    logged_progress(caplog, "write", 16 * MiB, 8 * MiB)
+    logged_progress(caplog, "read", 16 * MiB, 8 * MiB)
+
+
+# A child that, for each number it is sent, writes that many bytes to /dev/null, then one "." to say so.
+CHILD = "import os, sys\nwhile n := sys.stdin.readline():\n    os.write(1, bytes(int(n)))\n    os.write(2, b'.')\n"
+
+
+def test_child_bytes_reads_what_children_moved_from_proc():
+    kids = [subprocess.Popen([sys.executable, "-I", "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE) for _ in range(3)]  # fmt: skip
+
+    def move(kid, n):
+        kid.stdin.write(b"%d\n" % n)
+        kid.stdin.flush()
+        assert kid.stderr.read(1) == b"."
+
+    def finish(kid, kill=False):
+        if kill:
+            kid.kill()
+        kid.stdin.close()
+        kid.wait()
+        kid.stderr.close()
+
+    with engine.ChildBytes("write") as moved:
+        for kid in kids:
+            moved.watch(kid, 2 * MiB)
+        assert moved() <= 3  # nothing but, at most, a "." each
+        move(kids[0], MiB)
+        move(kids[1], MiB)
+        move(kids[2], 3 * MiB)  # more than its share: counted up to the share
+        assert 4 * MiB < moved() <= 4 * MiB + 3
+        finish(kids[0])  # exited cleanly and waited for: its whole share
+        finish(kids[1], kill=True)  # killed: what it had been seen to move
+        assert 5 * MiB < moved() <= 5 * MiB + 3
+        finish(kids[2])
+        assert 5 * MiB < moved() <= 5 * MiB + 3
+        assert engine.ChildBytes("read").field == b"rchar:"

@@ -1,9 +1,8 @@
 """The fio engine: job-file construction (no disk) and real fio runs on small files."""
 
 import configparser
+import logging
 import os
-import shutil
-import tempfile
 import zlib
 
 import pytest
@@ -12,11 +11,9 @@ from fsbench import fioengine
 from fsbench.engine import Job, Stream
 from fsbench.system import ToolError
 
+from conftest import file_job, logged_progress
+
 MiB = 2**20
-
-
-def file_job(paths, size=16 * MiB, bs=MiB, **kw) -> Job:
-    return Job(streams=tuple(Stream(str(p)) for p in paths), size=size, block_size=bs, **kw)
 
 
 def sections(text: str) -> dict[str, dict[str, str | None]]:
@@ -24,14 +21,6 @@ def sections(text: str) -> dict[str, dict[str, str | None]]:
     ini.optionxform = str
     ini.read_string(text)
     return {name: dict(ini[name]) for name in ini.sections()}
-
-
-@pytest.fixture
-def var_tmp():
-    """A folder on /var/tmp, a real disk filesystem where O_DIRECT works (/tmp may be tmpfs)."""
-    path = tempfile.mkdtemp(prefix="fsbench-fio-", dir="/var/tmp")
-    yield path
-    shutil.rmtree(path)
 
 
 def test_write_job_seq_zero_one_stream():
@@ -113,11 +102,29 @@ def test_two_streams_rand_touch_every_block_once(tmp_path):
     assert r["bytes"] == 32 * MiB and 0 < r["seconds"] == r["seconds_durable"]
 
 
-def test_direct_io_on_var_tmp(var_tmp):
-    job = file_job([os.path.join(var_tmp, "f")], size=8 * MiB, direct=True)
+def test_direct_io_on_var_tmp(scratch):  # scratch: on /var/tmp, a disk filesystem (/tmp may be tmpfs)
+    job = file_job([scratch / "f"], size=8 * MiB, direct=True)
     w = fioengine.write(job)
     assert "direct=1" in w["command"] and w["bytes"] == 8 * MiB == os.path.getsize(job.streams[0].path)
     assert fioengine.read(job)["bytes"] == 8 * MiB
+
+
+@pytest.mark.parametrize("n, pattern", [(1, "seq"), (2, "rand")])
+def test_progress_is_logged_while_fio_runs_and_the_results_keep_their_shape(scratch, caplog, n, pattern):
+    # O_DIRECT in 4 KiB blocks is slow enough (seen: ~30 MB/s) for several 10 ms progress lines per run.
+    job = file_job([scratch / f"s{i}" for i in range(n)], size=8 * MiB, bs=4096, pattern=pattern, direct=True)
+    with caplog.at_level(logging.INFO, logger="fsbench"):
+        w = fioengine.write(job, every=0.01)
+        r = fioengine.read(job, every=0.01)
+    logged_progress(caplog, "write", n * 8 * MiB, 8 * MiB)  # n = 2: both jobs' threads are counted
+    logged_progress(caplog, "read", n * 8 * MiB, 8 * MiB)
+    for result in (w, r):  # fio's JSON was read as before: nothing of the progress got in
+        assert set(result) == {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams"}
+        assert result["bytes"] == n * 8 * MiB and len(result["streams"]) == n
+        for s in result["streams"]:
+            assert set(s) == {"path", "offset", "bytes", "start", "end", "end_durable", "seconds", "seconds_durable",
+                              "fio_runtime_ms", "fio_lat_ns_mean", "fio_total_ios", "fio_wall_seconds"}  # fmt: skip
+            assert s["fio_total_ios"] == 2048 and s["seconds"] > 0
 
 
 def test_read_of_a_missing_or_short_file_is_refused(tmp_path):

@@ -15,7 +15,7 @@ import threading
 import time
 
 from fsbench.baselines import parse_dd_log
-from fsbench.engine import Job, Stream, aggregate
+from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
 from fsbench.system import ToolError
 
 POOL_DIR = "/dev/shm"
@@ -123,9 +123,11 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def _run(job: Job, argvs: list[list[str]], durable: bool) -> list[dict]:
+def _run(job: Job, op: str, argvs: list[list[str]], every: float) -> list[dict]:
     """Start one dd per stream back to back, then wait for each in its own thread so that each stream's
-    exit (and, for writes, its fsync right after) is timed when it happens, not when its turn comes."""
+    exit (and, for writes, its fsync right after) is timed when it happens, not when its turn comes.
+    Meanwhile progress is logged from each dd's /proc/<pid>/io (engine.ChildBytes: nothing asked of dd)."""
+    durable = op == "write"
     streams: list[dict] = [{} for _ in argvs]
     procs: list[subprocess.Popen] = []
     try:
@@ -150,11 +152,14 @@ def _run(job: Job, argvs: list[list[str]], durable: bool) -> list[dict]:
                 stream["fsync_error"] = f"fsync({job.streams[i].path}): {e.strerror}"
         stream["end_durable"] = stream["start"] + time.perf_counter() - stream["t0"] if durable else stream["end"]
 
-    threads = [threading.Thread(target=wait, args=(i,)) for i in range(len(procs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    with ChildBytes(op) as moved, progress(op, job.size * len(procs), moved, every):
+        for proc in procs:
+            moved.watch(proc, job.size)
+        threads = [threading.Thread(target=wait, args=(i,)) for i in range(len(procs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     results = []
     for st, argv, proc, s in zip(job.streams, argvs, procs, streams, strict=True):
@@ -183,13 +188,14 @@ def _result(streams: list[dict], command: str, durable: bool) -> dict:
     return result
 
 
-def write(job: Job) -> dict:
-    """Write job.size bytes to every stream at once with dd, then fsync each as its dd exits."""
+def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
+    """Write job.size bytes to every stream at once with dd, then fsync each as its dd exits.
+    Progress is logged every `every` seconds."""
     _check(job)
     pool = make_pool(job.size) if job.data == "random" else None
     try:
         argvs = [write_argv(job, s, pool or "/dev/zero") for s in job.streams]
-        streams = _run(job, argvs, durable=True)
+        streams = _run(job, "write", argvs, every)
     finally:
         if pool:
             os.unlink(pool)
@@ -199,8 +205,8 @@ def write(job: Job) -> dict:
     return _result(streams, "\n".join(lines), durable=True)
 
 
-def read(job: Job) -> dict:
-    """Read job.size bytes of every stream at once with dd into /dev/null."""
+def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
+    """Read job.size bytes of every stream at once with dd into /dev/null. Progress every `every` seconds."""
     _check(job)
-    streams = _run(job, [read_argv(job, s) for s in job.streams], durable=False)
+    streams = _run(job, "read", [read_argv(job, s) for s in job.streams], every)
     return _result(streams, "\n".join(s["command"] for s in streams), durable=False)

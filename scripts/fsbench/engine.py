@@ -9,8 +9,10 @@ import logging
 import mmap
 import os
 import random
+import subprocess
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -166,12 +168,12 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list
             "end_durable": end}  # fmt: skip
 
 
-def _run(job: Job, op: str, one_stream) -> list[dict]:
+def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:
     """Run `one_stream(index, start_line, done)` for every stream at once, in threads (the syscalls release
     the GIL), while a reporter logs the progress the streams count in `done`."""
     start_line = threading.Barrier(len(job.streams))
     done = [0] * len(job.streams)
-    with progress(op, job.size * len(job.streams), done):
+    with progress(op, job.size * len(job.streams), done, every):
         if len(job.streams) == 1:
             return [one_stream(0, start_line, done)]
         with ThreadPoolExecutor(len(job.streams)) as pool:
@@ -184,14 +186,19 @@ def _run(job: Job, op: str, one_stream) -> list[dict]:
 
 
 @contextmanager
-def progress(op: str, total: int, done: list, every: float = PROGRESS_SECONDS):
-    """Log bytes moved, rate and time left every `every` seconds while the body runs (for long runs)."""
+def progress(op: str, total: int, done: list[int] | Callable[[], int], every: float = PROGRESS_SECONDS):
+    """Log bytes moved, rate and time left every `every` seconds while the body runs (for long runs).
+
+    `done` is either the per-stream byte counts the streams keep up to date (the python engine), or a
+    function that says how many bytes have been moved so far (a ChildBytes, for dd and fio).
+    """
+    moved_so_far = done if callable(done) else lambda: sum(done)
     stop = threading.Event()
     started = time.perf_counter()
 
     def report():
         while not stop.wait(every):
-            moved, elapsed = sum(done), time.perf_counter() - started
+            moved, elapsed = min(moved_so_far(), total), time.perf_counter() - started
             rate = moved / elapsed
             eta = (total - moved) / rate if rate else float("inf")
             log.info("%s: %d of %d bytes (%.0f %%), %.0f MB/s, about %.0f s left",
@@ -206,6 +213,67 @@ def progress(op: str, total: int, done: list, every: float = PROGRESS_SECONDS):
         reporter.join()
 
 
+class ChildBytes:
+    """Bytes that child processes (dd, fio) have moved so far, as the kernel counts them in /proc/<pid>/io.
+
+    Chosen over dd's status=progress and fio's --status-interval because it asks nothing of the tool: the
+    command line, dd's closing lines and fio's JSON stay exactly as they were, the child does no extra
+    work, and the reporter thread's poll (one small read of /proc per child) is the same for every engine.
+    wchar (writes) and rchar (reads) count what the process's write(2)/read(2)-family calls moved, page
+    cache or O_DIRECT alike, summed over all its threads (fio runs its jobs as threads: `thread` in its
+    job file). They also count a tool's own small I/O (libraries, dd's closing lines, fio's job file and
+    report: a few KiB for dd, ~60 KiB for fio), so each child is capped at its share, and a count never
+    goes down.
+    """
+
+    def __init__(self, op: str):
+        self.field = b"wchar:" if op == "write" else b"rchar:"
+        self._children: list[list] = []  # [Popen, share, /proc/<pid> folder fd or None, bytes seen]
+
+    def watch(self, proc: subprocess.Popen, share: int) -> None:
+        """Count `proc`, started and not yet waited for, up to `share` bytes."""
+        try:
+            # The folder, held open, stays this process's even if its pid is reused after it is reaped.
+            folder = os.open(f"/proc/{proc.pid}", os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            folder = None
+        self._children.append([proc, share, folder, 0])  # one append: the reporter sees all of it or none
+
+    def _now(self, proc: subprocess.Popen, share: int, folder: int | None) -> int:
+        if folder is not None:
+            try:
+                fd = os.open("io", os.O_RDONLY, dir_fd=folder)
+                try:
+                    text = os.read(fd, 4096)
+                finally:
+                    os.close(fd)
+                for line in text.splitlines():
+                    if line.startswith(self.field):
+                        return int(line.split()[1])
+            except (OSError, ValueError):
+                pass
+        # Gone (already waited for) or unreadable: a child that exited cleanly moved its whole share.
+        return share if proc.returncode == 0 else 0
+
+    def __call__(self) -> int:
+        for child in list(self._children):
+            proc, share, folder, seen = child
+            child[3] = max(seen, min(share, self._now(proc, share, folder)))
+        return sum(child[3] for child in self._children)
+
+    def close(self) -> None:
+        for child in self._children:
+            if child[2] is not None:
+                os.close(child[2])
+                child[2] = None
+
+    def __enter__(self) -> "ChildBytes":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def _describe(job: Job, op: str) -> str:
     call = "os.pwrite()" if op == "write" else "read() via FileIO.readinto"
     how = f"{job.pattern}, {'O_DIRECT' if job.direct else 'buffered'}" + (", then os.fsync()" if op == "write" else "")
@@ -215,11 +283,11 @@ def _describe(job: Job, op: str) -> str:
     return f"python: {call} {job.count} x {job.block_size} B{data} per stream ({how}), {streams}: {where}"
 
 
-def write(job: Job) -> dict:
+def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Write every stream (timing the flush too: the durable figure); one figure over all streams."""
     pool, blocks = data_pool(job.block_size, job.data)
     try:
-        streams = _run(job, "write", lambda i, line, done: _write_stream(job, i, blocks, line, done))
+        streams = _run(job, "write", lambda i, line, done: _write_stream(job, i, blocks, line, done), every)
     finally:
         for block in blocks:
             block.release()
@@ -227,9 +295,9 @@ def write(job: Job) -> dict:
     return aggregate(streams, _describe(job, "write"))
 
 
-def read(job: Job) -> dict:
+def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Read every stream into one reused buffer each; one figure over all streams."""
-    streams = _run(job, "read", lambda i, line, done: _read_stream(job, i, line, done))
+    streams = _run(job, "read", lambda i, line, done: _read_stream(job, i, line, done), every)
     return aggregate(streams, _describe(job, "read"))
 
 

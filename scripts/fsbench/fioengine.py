@@ -10,11 +10,12 @@ The caller drops caches and measures what stayed cached; invalidate=0 keeps fio 
 import json
 import os
 import shlex
+import subprocess
 import tempfile
 import time
 
-from fsbench.engine import Job, aggregate
-from fsbench.system import ToolError, run
+from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, aggregate, progress
+from fsbench.system import ToolError
 
 
 def _escape(path: str) -> str:
@@ -60,22 +61,36 @@ def job_file(job: Job, op: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(job: Job, op: str) -> dict:
+def _run(job: Job, op: str, every: float) -> dict:
     text = job_file(job, op)
+    total = job.size * len(job.streams)
     fd, path = tempfile.mkstemp(prefix="fsbench-", suffix=".fio")
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
         argv = ["fio", "--output-format=json", path]
-        launched, t0 = time.time(), time.perf_counter()
-        proc = run(argv, check=False, timeout=None)  # a large campaign can run for hours; no timeout
-        wall = time.perf_counter() - t0
+        # Progress from fio's /proc/<pid>/io (engine.ChildBytes): no --status-interval, whose reports would
+        # go to stdout ahead of the JSON read below. One process holds every stream, as the job runs `thread`.
+        with ChildBytes(op) as moved, progress(op, total, moved, every):
+            launched, t0 = time.time(), time.perf_counter()
+            try:
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            except FileNotFoundError:
+                raise ToolError("fio is not installed; run `make setup`") from None
+            moved.watch(proc, total)
+            try:
+                stdout, stderr = proc.communicate()  # a large campaign can run for hours; no timeout
+            except BaseException:  # interrupted: leave no fio behind (as subprocess.run would)
+                proc.kill()
+                proc.wait()
+                raise
+            wall = time.perf_counter() - t0
     finally:
         os.unlink(path)
     command = f"{shlex.join(argv)}\n{text}"
-    said = " | ".join((proc.stderr.strip() or "no message").splitlines()[-5:])
+    said = " | ".join((stderr.strip() or "no message").splitlines()[-5:])
     try:
-        report = json.loads(proc.stdout[proc.stdout.index("{") :])  # fio may print notes before the JSON
+        report = json.loads(stdout[stdout.index("{") :])  # fio may print notes before the JSON
     except ValueError:
         raise ToolError(f"{shlex.join(argv)} failed (exit {proc.returncode}), no JSON report: {said}") from None
     jobs = {j["jobname"]: j for j in report.get("jobs", [])}
@@ -109,13 +124,14 @@ def _run(job: Job, op: str) -> dict:
     return result
 
 
-def write(job: Job) -> dict:
-    """Write job.size bytes to every stream at once, then fsync each (end_fsync=1)."""
-    return _run(job, "write")
+def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
+    """Write job.size bytes to every stream at once, then fsync each (end_fsync=1); progress every `every` s."""
+    return _run(job, "write", every)
 
 
-def read(job: Job) -> dict:
-    """Read job.size bytes of every stream at once. Files must already hold job.size bytes."""
+def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
+    """Read job.size bytes of every stream at once (progress every `every` s). Files must already hold
+    job.size bytes."""
     for stream in job.streams:
         # fio would silently lay out (write) a missing or short file first, then "read" it from page cache.
         have = os.path.getsize(stream.path) if os.path.exists(stream.path) else None
@@ -125,4 +141,4 @@ def read(job: Job) -> dict:
                 + ("does not exist" if have is None else f"holds {have} bytes")
                 + "; write it first"
             )
-    return _run(job, "read")
+    return _run(job, "read", every)
