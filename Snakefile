@@ -14,7 +14,6 @@ report: "report/workflow.rst"
 
 include: "rules/common.smk"
 include: "rules/array.smk"
-include: "rules/filesystem.smk"
 include: "rules/measure.smk"
 include: "rules/report.smk"
 

@@ -1,39 +1,19 @@
-# The storage under test: attached before a cell is measured, released when the array is done.
-# Attach is idempotent and its flag is temp(), one per cell, so adding a cell never re-measures others.
-
-for target in TARGETS:
-
-    rule:
-        name:
-            rule_name("attach", target)
-        output:
-            temp(state_file(target, "attached.json")),
-        log:
-            log_file("attach", target),
-        priority: priority(target, 0)
-        conda:
-            "../envs/fsbench.yaml"
-        resources:
-            storage_io=1,
-        params:
-            array=array_spec,
-            name=lambda wildcards: wildcards.array,
-            workdir=workdir,
-        script:
-            "../scripts/attach.py"
+# The storage under test is set up inside each measurement (rules/measure.smk) by idempotent steps,
+# and released here once every cell of an array on a host is measured.
 
 
 rule release:
     input:
-        array_reads,
+        array_outputs,
     output:
-        f"{RESULTS}/state/{{array}}/released.json",
+        f"{RESULTS}/state/{{host}}/{{array}}/released.json",
     log:
-        f"{RESULTS}/logs/release/{{array}}.log",
+        f"{RESULTS}/logs/release/{{host}}/{{array}}.log",
     conda:
         "../envs/fsbench.yaml"
     resources:
         storage_io=1,
+        slurm_extra=pin_to_host,
     params:
         workdir=workdir,
     script:

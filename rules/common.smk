@@ -6,8 +6,10 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 from fsbench import config as campaign_config
 from fsbench.devices import lock_campaign, release
 from fsbench.guards import lock_device
+from fsbench.records import read_json
 from fsbench.sizes import format_size, parse_size
-from fsbench.steps import array_dir
+from fsbench.config import LOCAL
+from fsbench.steps import array_dir, short_hostname
 
 try:
     CAMPAIGN = campaign_config.validate(config)
@@ -17,108 +19,109 @@ except campaign_config.ConfigError as e:
 NAME = CAMPAIGN["campaign"]
 RESULTS = f"results/{NAME}"
 TARGETS = campaign_config.all_targets(CAMPAIGN)
-CELL = "{array}/{target}/{pattern}-{bs}-{io}-{streams}s/rep{rep}"
+HOSTS = campaign_config.hosts(CAMPAIGN)
+MIN_REPS, MAX_REPS, TARGET_CI = campaign_config.repeat_plan(CAMPAIGN["io"])
+TEST = "{pattern}-{bs}-{io}-{streams}s"
+CELL = (
+    f"{{host}}/{{array}}/{{target}}/{TEST}"  # a cell of the campaign, all its repeats
+)
 
 
 wildcard_constraints:
+    host="[A-Za-z0-9][A-Za-z0-9.-]*",
     array="[A-Za-z0-9][A-Za-z0-9_-]*",
+    target="|".join(TARGETS),
     pattern="seq|rand",
     bs=r"\d+(B|KiB|MiB|GiB|TiB|PiB)",
     io="buffered|direct",
     streams=r"\d+",
     rep=r"\d+",
+    k=r"\d+",
 
 
-def rule_name(stage, target):
-    return f"{stage}_{target.replace('-', '_')}"
-
-
-def priority(target, stage):
-    """All of one target's jobs outrank the next target's, so filesystems never overlap on a device;
-    within a target, later stages first, so each cell's write is read before the next cell starts.
+def measure_priority(wildcards):
+    """Repeats in rounds: every cell's rep 1, then every cell's rep 2, ..., so that drift over time
+    spreads over all cells instead of looking like a difference between them. Within a round the
+    targets in config order; the scheduler's storage_io=1 keeps them from overlapping on a device.
     """
-    return (len(TARGETS) - TARGETS.index(target)) * 10 + stage
-
-
-def state_file(target, name):
-    return f"{RESULTS}/state/{CELL.replace('{target}', target)}/{name}"
-
-
-def ready_file(target):
-    """What a write waits for: the filesystem mounted, or for raw and path arrays the array attached."""
-    return state_file(
-        target, "mounted.json" if target in CAMPAIGN["filesystems"] else "attached.json"
+    round_ = MAX_REPS - int(wildcards.rep)
+    return (
+        round_ * 10 * (len(TARGETS) + 1)
+        + (len(TARGETS) - TARGETS.index(wildcards.target)) * 10
     )
 
 
-def record_file(target, op):
-    return f"{RESULTS}/runs/{CELL.replace('{target}', target)}/{op}.json"
-
-
-def log_file(stage, target):
-    return f"{RESULTS}/logs/{stage}/{CELL.replace('{target}', target)}.log"
+def record_file(op, rep="{rep}", cell=CELL):
+    return f"{RESULTS}/runs/{cell}/rep{rep}/{op}.json"
 
 
 def workdir(wildcards):
-    return str(array_dir(CAMPAIGN["scratch"], NAME, wildcards.array))
+    return str(array_dir(CAMPAIGN["scratch"], NAME, wildcards.array, wildcards.host))
 
 
 def array_spec(wildcards):
     return CAMPAIGN["arrays"][wildcards.array]
 
 
-def fs_spec(target):
-    """A filesystem's settings; the fingerprint changes when anything that shapes it changes."""
-
-    def spec(wildcards):
-        fs = CAMPAIGN["filesystems"][target]
-        array = CAMPAIGN["arrays"][wildcards.array]
-        return fs | {
-            "name": target,
-            "fingerprint": campaign_config.fingerprint(fs, array),
-        }
-
-    return spec
+def pin_to_host(wildcards):
+    """On Slurm: run on the cell's node (sbatch --nodelist), alone there when the campaign says exclusive."""
+    extra = [] if wildcards.host == LOCAL else [f"--nodelist={wildcards.host}"]
+    return " ".join(extra + (["--exclusive"] if CAMPAIGN["exclusive"] else []))
 
 
-def cell_spec(target):
+def cell_spec(wildcards):
     """Everything that decides one measurement: a change to any of it re-measures the cell."""
-
-    def spec(wildcards):
-        io = CAMPAIGN["io"]
-        fs = CAMPAIGN["filesystems"].get(target)
-        return {
-            "campaign": NAME,
-            "array": wildcards.array,
-            "target": target,
-            "fs_type": fs["type"] if fs else target,
-            "pattern": wildcards.pattern,
-            "block_size": parse_size(wildcards.bs),
-            "direct": wildcards.io == "direct",
-            "streams": int(wildcards.streams),
-            "rep": int(wildcards.rep),
-            "test": f"{wildcards.pattern}-{wildcards.bs}-{wildcards.io}-{wildcards.streams}s",
-            "size": io["size"],
-            "data": io["data"],
-            "engine": io["engine"],
-            "cache": io["cache"],
-            "array_spec": array_spec(wildcards),
-            "fs": fs_spec(target)(wildcards) if fs else None,
-        }
-
-    return spec
-
-
-def cell_files(op, array=None):
-    return [
-        f"{RESULTS}/runs/{c.array}/{c.target}/{c.test}/rep{c.rep}/{op}.json"
-        for c in campaign_config.cells(CAMPAIGN)
-        if array in (None, c.array)
-    ]
+    io = CAMPAIGN["io"]
+    array = array_spec(wildcards)
+    target = wildcards.target
+    fs = CAMPAIGN["filesystems"].get(target)
+    return {
+        "campaign": NAME,
+        "host": wildcards.host,
+        "array": wildcards.array,
+        "target": target,
+        "fs_type": fs["type"] if fs else target,
+        "pattern": wildcards.pattern,
+        "block_size": parse_size(wildcards.bs),
+        "direct": wildcards.io == "direct",
+        "streams": int(wildcards.streams),
+        "rep": int(wildcards.rep),
+        "test": TEST.format(**wildcards),
+        "size": io["size"],
+        "data": io["data"],
+        "engine": io["engine"],
+        "cache": io["cache"],
+        "array_spec": array,
+        # The fingerprint changes when anything that shapes the filesystem changes.
+        "fs": (
+            fs | {"name": target, "fingerprint": campaign_config.fingerprint(fs, array)}
+            if fs
+            else None
+        ),
+    }
 
 
-def array_reads(wildcards):
-    return cell_files("read", wildcards.array)
+def cell_path(c):
+    return f"{c.host}/{c.array}/{c.target}/{c.test}"
+
+
+def cell_outputs(host=None, array=None):
+    """What tells that a cell is finished: its records (fixed repeats), or the file naming the repeats
+    an adaptive cell took (rules/measure.smk)."""
+    found = []
+    for c in campaign_config.cells(CAMPAIGN):
+        if host in (None, c.host) and array in (None, c.array):
+            if TARGET_CI is None:
+                found += [
+                    record_file(op, c.rep, cell_path(c)) for op in ("write", "read")
+                ]
+            elif c.rep == 1:
+                found.append(f"{RESULTS}/repeats/{cell_path(c)}/done.json")
+    return found
+
+
+def array_outputs(wildcards):
+    return cell_outputs(wildcards.host, wildcards.array)
 
 
 def plot_files():
@@ -126,7 +129,8 @@ def plot_files():
 
     baselines.png/svg (the campaign beside its baselines) only when the config has baselines.
     """
-    names = ["throughput", "durable"] + (["efficiency"] if "raw" in TARGETS else [])
+    compared = "raw" in TARGETS and any(t != "raw" for t in TARGETS)  # a filesystem beside raw
+    names = ["throughput", "durable"] + (["efficiency"] if compared else [])
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
     for name in names:
@@ -148,6 +152,7 @@ def final_outputs():
     ]
 
 
+THIS_HOST = short_hostname()
 HELD_LOCKS = []
 
 
@@ -162,5 +167,32 @@ def hold_campaign_lock():
 
 def release_all():
     """Whatever happened, leave nothing of this campaign attached or mounted on this host."""
-    for array in CAMPAIGN["arrays"]:
-        release(array_dir(CAMPAIGN["scratch"], NAME, array))
+    for host in HOSTS:
+        if host in (
+            LOCAL,
+            THIS_HOST,
+        ):  # another node's loop devices are not ours to detach from here
+            for array in CAMPAIGN["arrays"]:
+                release(array_dir(CAMPAIGN["scratch"], NAME, array, host))
+
+
+def records_upto(cell, k):
+    return [
+        record_file(op, r, cell) for r in range(1, k + 1) for op in ("write", "read")
+    ]
+
+
+def decision_records(wildcards):
+    """The records a decision after rep k weighs: reps 1..k of the cell."""
+    return records_upto(CELL.format(**dict(wildcards.items())), int(wildcards.k))
+
+
+def adaptive_records(wildcards):
+    """Follow a cell's decisions from rep MIN_REPS on: its last decision, and the records of every rep it took."""
+    cell = dict(wildcards.items())
+    k = MIN_REPS
+    while True:
+        decision = checkpoints.decide.get(**cell, k=k).output[0]
+        if not read_json(decision)["more"]:
+            return [decision] + records_upto(CELL.format(**cell), k)
+        k += 1

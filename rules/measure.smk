@@ -1,47 +1,59 @@
-# One write and the read of what it wrote, per cell. Each result is its own file, written atomically.
+# One job per cell and repeat: set up the array (attach, mkfs, mount: each a no-op when the device
+# already holds exactly that), write, make the cache cold, read back what was written. A cell is never
+# split over jobs, so nothing can land on the device between its write and its read. Snakemake's log
+# names each job's cell by its wildcards (host, array, target, test, rep).
 
-for target in TARGETS:
 
-    rule:
-        name:
-            rule_name("write", target)
-        input:
-            ready_file(target),
-        output:
-            record_file(target, "write"),
-        log:
-            log_file("write", target),
-        priority: priority(target, 3)
-        conda:
-            "../envs/fsbench.yaml"
-        resources:
-            storage_io=1,
-        params:
-            cell=cell_spec(target),
-            workdir=workdir,
-        message:
-            f"write {target} on {{wildcards.array}}: {{wildcards.pattern}} bs={{wildcards.bs}} {{wildcards.io}} x{{wildcards.streams}} rep {{wildcards.rep}}"
-        script:
-            "../scripts/write.py"
+rule measure:
+    output:
+        write=record_file("write"),
+        read=record_file("read"),
+    log:
+        f"{RESULTS}/logs/measure/{CELL}/rep{{rep}}.log",
+    priority: measure_priority
+    conda:
+        "../envs/fsbench.yaml"
+    resources:
+        storage_io=1,
+        slurm_extra=pin_to_host,
+    params:
+        cell=cell_spec,
+        workdir=workdir,
+    script:
+        "../scripts/measure.py"
 
-    rule:
-        name:
-            rule_name("read", target)
-        input:
-            record_file(target, "write"),
-        output:
-            record_file(target, "read"),
-        log:
-            log_file("read", target),
-        priority: priority(target, 4)
-        conda:
-            "../envs/fsbench.yaml"
-        resources:
-            storage_io=1,
-        params:
-            cell=cell_spec(target),
-            workdir=workdir,
-        message:
-            f"read {target} on {{wildcards.array}}: {{wildcards.pattern}} bs={{wildcards.bs}} {{wildcards.io}} x{{wildcards.streams}} rep {{wildcards.rep}}"
-        script:
-            "../scripts/read.py"
+
+# Adaptive repeats (io.repeats: {min, max, target_ci}): after rep k of a cell, decide whether it needs
+# rep k+1. A checkpoint, so that the DAG grows by one repeat where (and only where) one is needed.
+localrules:
+    decide,
+    repeats_done,
+
+
+checkpoint decide:
+    input:
+        decision_records,
+    output:
+        f"{RESULTS}/repeats/{CELL}/after{{k}}.json",
+    log:
+        f"{RESULTS}/logs/decide/{CELL}/after{{k}}.log",
+    priority: 100000
+    conda:
+        "../envs/fsbench.yaml"
+    params:
+        plan={"min": MIN_REPS, "max": MAX_REPS, "target_ci": TARGET_CI},
+    script:
+        "../scripts/decide.py"
+
+
+rule repeats_done:
+    input:
+        adaptive_records,
+    output:
+        f"{RESULTS}/repeats/{CELL}/done.json",
+    log:
+        f"{RESULTS}/logs/decide/{CELL}/done.log",
+    conda:
+        "../envs/fsbench.yaml"
+    script:
+        "../scripts/repeats_done.py"

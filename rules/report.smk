@@ -16,9 +16,11 @@ BASELINE_ROWS = [f"{RESULTS}/baselines.csv"] if CAMPAIGN["baselines"] else []
 
 rule aggregate:
     input:
-        records=cell_files("write") + cell_files("read"),
+        records=cell_outputs(),
         released=expand(
-            f"{RESULTS}/state/{{array}}/released.json", array=CAMPAIGN["arrays"]
+            f"{RESULTS}/state/{{host}}/{{array}}/released.json",
+            host=HOSTS,
+            array=CAMPAIGN["arrays"],
         ),
         baselines=BASELINE_ROWS,
     output:
@@ -60,7 +62,7 @@ rule plots:
 
 rule provenance:
     input:
-        records=cell_files("write") + cell_files("read"),
+        records=cell_outputs(),
     output:
         report(
             f"{RESULTS}/provenance.json",

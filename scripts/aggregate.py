@@ -6,7 +6,7 @@ are summarized the same way and shown in their own section of summary.md.
 
 import pandas as pd
 
-from fsbench.aggregate import measurements
+from fsbench.aggregate import measurements, with_stops
 from fsbench.stats import summarize, summarize_baselines, summary_markdown
 from fsbench.steplog import run_step
 
@@ -14,7 +14,7 @@ from fsbench.steplog import run_step
 def aggregate(records, baselines, out, campaign):
     df = measurements(records)
     df.to_csv(out.measurements, index=False)
-    summary = summarize(df)
+    summary = with_stops(summarize(df), records, df)
     summary.to_csv(out.summary, index=False)
     earlier = pd.concat([pd.read_csv(p) for p in baselines], ignore_index=True) if baselines else None
     earlier_summary = summarize_baselines(earlier) if earlier is not None else None

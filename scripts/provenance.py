@@ -1,12 +1,13 @@
 """provenance.json: the host and tools, and how every array and filesystem was set up."""
 
 from fsbench import provenance
+from fsbench.aggregate import record_paths
 from fsbench.records import read_json, write_json
 from fsbench.steplog import run_step
 
 
 def collect(paths):
-    records = [read_json(p) for p in paths]
+    records = [read_json(p) for p in record_paths(paths)]
     return {
         "campaign": snakemake.params.campaign,
         "host": provenance.host(),

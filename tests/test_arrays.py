@@ -118,7 +118,9 @@ def test_path_array_runs_without_mkfs_or_mount(scratch, tmp_path):
                                  text=True).stdout.strip()  # fmt: skip
         assert (df.fs_type == fs_type).all() and (df.bytes == 32 * MiB).all()
         log = proc.stdout + proc.stderr
-        assert "mkfs_" not in log and "mount_" not in log and "write_raw" not in log
+        assert "target=path" in log and "target=raw" not in log
+        step_log = (tmp_path / "results/path/logs/measure/local/p/path/seq-1MiB-buffered-1s/rep1.log").read_text()
+        assert "mkfs" not in step_log and "mount" not in step_log
         assert not held(scratch) and list(data.iterdir()) == []  # fsbench's subfolder is gone again
     finally:
         subprocess.run(["rm", "-rf", str(data)], check=False)

@@ -3,7 +3,7 @@
 import pytest
 import yaml
 
-from fsbench.config import ConfigError, all_targets, cells, targets, validate
+from fsbench.config import ConfigError, all_targets, cells, repeat_plan, targets, validate
 
 from conftest import REPO
 
@@ -55,6 +55,16 @@ def test_default_config_file_is_valid():
     assert c["filesystems"]["ext3"]["mkfs"] == ["-j", "-T", "largefile4", "-b", "4096"]
 
 
+def test_adaptive_repeats_plan_the_minimum_and_hosts_multiply_cells():
+    c = validate(GOOD | {"io": GOOD["io"] | {"repeats": {"min": 3, "max": 10, "target_ci": 0.05}}})
+    assert repeat_plan(c["io"]) == (3, 10, 0.05)
+    assert {x.rep for x in cells(c)} == {1, 2, 3}
+    assert repeat_plan(validate(GOOD)["io"]) == (2, 2, None)
+    two = validate(GOOD | {"hosts": ["n1", "n2"]})
+    assert [x.host for x in cells(two)] == ["n1"] * (len(list(cells(two))) // 2) + ["n2"] * (len(list(cells(two))) // 2)
+    assert {x.host for x in cells(validate(GOOD))} == {"local"}
+
+
 def test_repeats_are_outermost():
     reps = [c.rep for c in cells(validate(GOOD)) if c.target == "raw"]
     assert reps == [1, 1, 2, 2]
@@ -96,6 +106,19 @@ CASES = [
     ("io.repeats", 0, "'io.repeats': value 0"),
     ("io.repeats", -2, "'io.repeats': value -2"),
     ("io.repeats", "3", "'io.repeats': value '3'"),
+    ("io.repeats", {"min": 3, "max": 10}, "or adaptive: {min: 3, max: 10, target_ci: 0.05}"),
+    ("io.repeats", {"min": 1, "max": 10, "target_ci": 0.05}, "'io.repeats': value {\"min\": 1"),
+    ("io.repeats", {"min": 3, "max": 10, "target_ci": 0}, "'io.repeats': value"),
+    ("io.repeats", {"min": 3, "max": 10, "target_ci": 0.05, "step": 2}, "'io.repeats': value"),
+    (
+        "io.repeats",
+        {"min": 5, "max": 3, "target_ci": 0.05},
+        "'io.repeats.max': value 3 is not allowed; allowed: at least io.repeats.min (5)",
+    ),
+    ("hosts", ["node1", "node1"], "'hosts': value"),
+    ("hosts", ["local"], "'hosts[0]': value 'local' is not allowed"),
+    ("hosts", ["node 1"], "'hosts[0]': value 'node 1' is not allowed; allowed: a host name"),
+    ("exclusive", "yes", "'exclusive': value 'yes' is not allowed; allowed: true: on Slurm"),
     ("io.engine", "fo", "'io.engine': value 'fo'"),
     ("io.cache", "maybe", "'io.cache': value 'maybe'"),
     ("io.data", "ones", "'io.data': value 'ones'"),

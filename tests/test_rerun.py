@@ -2,6 +2,7 @@
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -21,8 +22,8 @@ def base(scratch):
 
 
 def started(work) -> dict:
-    """Every record's started_at, by its path under runs/."""
-    runs = work / "results/keep/runs"
+    """Every record's started_at, by its path under runs/local/ (the campaign names no hosts)."""
+    runs = work / "results/keep/runs/local"
     return {str(p.relative_to(runs)): json.loads(p.read_text())["row"]["started_at"] for p in runs.rglob("*.json")}
 
 
@@ -55,7 +56,9 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
 
     config["io"]["repeats"] = 2
     dry = run_campaign(tmp_path, config, "--dry-run")
-    assert "attach_raw" in dry.stdout and "release" in dry.stdout
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))  # Snakemake's job stats table
+    assert jobs == {"measure": "8", "release": "1", "aggregate": "1", "plots": "1", "provenance": "1",
+                    "all": "1", "total": "13"}  # fmt: skip
     run_campaign(tmp_path, config)
     last = started(tmp_path)
     assert {k.split("/")[3] for k in changed(more, last)} == {"rep2"} and len(changed(more, last)) == 4 * 2 * 2

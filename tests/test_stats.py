@@ -5,7 +5,15 @@ import pandas as pd
 import pytest
 
 from fsbench.records import COLUMNS
-from fsbench.stats import SUMMARY_COLUMNS, flag_above_raw, summarize, summarize_baselines, summary_markdown
+from fsbench.stats import (
+    SUMMARY_COLUMNS,
+    flag_above_raw,
+    relative_ci,
+    repeat_decision,
+    summarize,
+    summarize_baselines,
+    summary_markdown,
+)
 
 from conftest import SEED_RUNS
 
@@ -240,3 +248,42 @@ def test_summary_markdown_baselines_several_and_odd_rows():
     after = lines[lines.index("### pasted") :]
     assert "| target | write 1MiB | op? 1MiB |" in after
     assert any(x.startswith("| unnamed | 312 MB/s n=1 |") for x in after)
+
+
+def test_relative_ci_is_the_t_interval_half_width_over_the_median():
+    assert math.isclose(relative_ci([100, 102, 98]), 4.302653 * 2 / math.sqrt(3) / 100, rel_tol=1e-5)
+    assert math.isnan(relative_ci([100])) and math.isnan(relative_ci([0, 0, 0]))
+
+
+def rows(writes, reads, durable=None):
+    durable = durable or writes
+    pairs = enumerate(zip(writes, durable, strict=True))
+    out = [{"op": "write", "rep": i + 1, "mb_s": w, "mb_s_durable": d} for i, (w, d) in pairs]
+    return out + [{"op": "read", "rep": i + 1, "mb_s": r, "mb_s_durable": r} for i, r in enumerate(reads)]
+
+
+PLAN = {"min": 3, "max": 5, "target_ci": 0.05}
+
+
+def test_a_quiet_cell_stops_at_target_ci_a_noisy_one_asks_for_more_until_max():
+    quiet = repeat_decision(rows([300, 301, 299], [500, 502, 499]), PLAN)
+    assert not quiet["more"] and quiet["stopped"] == "target_ci" and quiet["repeats"] == 3
+    assert "after 3 repeats" in quiet["reason"] and set(quiet["ci"]) == {
+        "write.mb_s",
+        "write.mb_s_durable",
+        "read.mb_s",
+    }
+    noisy = repeat_decision(rows([300, 301, 299], [500, 502, 499], durable=[100, 200, 150]), PLAN)
+    assert noisy["more"] and noisy["stopped"] == "more" and "(write.mb_s_durable)" in noisy["reason"]
+    capped = repeat_decision(rows([300, 301, 299, 300, 300], [500, 900, 200, 400, 700]), PLAN)
+    assert (
+        not capped["more"]
+        and capped["stopped"] == "max"
+        and "still" in capped["reason"]
+        and "(read.mb_s)" in capped["reason"]
+    )
+
+
+def test_a_zero_rate_never_meets_the_target():
+    d = repeat_decision(rows([0, 0, 0], [500, 500, 500]), PLAN)
+    assert d["more"]

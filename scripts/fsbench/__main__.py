@@ -6,9 +6,9 @@ import sys
 
 import yaml
 
-from .config import ConfigError, validate
+from .config import LOCAL, ConfigError, hosts, validate
 from .devices import release
-from .steps import array_dir
+from .steps import array_dir, short_hostname
 
 
 def main(argv=None) -> int:
@@ -29,8 +29,10 @@ def main(argv=None) -> int:
         print(f"results/{config['campaign']}")
         return 0
     done = []
-    for array in config["arrays"]:
-        done += release(array_dir(config["scratch"], config["campaign"], array))
+    for host in hosts(config):
+        if host in (LOCAL, short_hostname()):  # another node's devices are released there
+            for array in config["arrays"]:
+                done += release(array_dir(config["scratch"], config["campaign"], array, host))
     print("\n".join(done) or "nothing to release")
     return 0
 

@@ -134,6 +134,9 @@ def _check_semantics(config: dict) -> None:
             if bs % DIRECT_ALIGN:
                 allowed = f"a multiple of {DIRECT_ALIGN} bytes with O_DIRECT"
                 raise _fail(f"io.block_sizes[{i}]", format_size(bs), allowed)
+    repeats = io["repeats"]
+    if isinstance(repeats, dict) and repeats["max"] < repeats["min"]:
+        raise _fail("io.repeats.max", repeats["max"], f"at least io.repeats.min ({repeats['min']})")
     if not config["raw"] and not config["filesystems"]:
         raise _fail("filesystems", {}, "at least one filesystem, or raw: true")
     seen = {}
@@ -225,10 +228,25 @@ def spans_members(array: dict) -> bool:
     return array["kind"] == "loop" and array["members"] > 1 and array.get("level") is None
 
 
+# The host segment of a cell when the campaign names no hosts: wherever the job runs.
+LOCAL = "local"
+
+
+def hosts(config: dict) -> list[str]:
+    return config["hosts"] or [LOCAL]
+
+
+def repeat_plan(io: dict) -> tuple[int, int, float | None]:
+    """(min, max, target_ci): every cell gets min repeats, adaptive ones up to max; fixed: (n, n, None)."""
+    r = io["repeats"]
+    return (r["min"], r["max"], r["target_ci"]) if isinstance(r, dict) else (r, r, None)
+
+
 @dataclass(frozen=True)
 class Cell:
     """One measurement: a write and the read of what it wrote."""
 
+    host: str
     array: str
     target: str
     pattern: str
@@ -264,16 +282,17 @@ def all_targets(config: dict) -> list[str]:
 
 
 def cells(config: dict):
-    """Every cell, repeats outermost so that drift over time spreads over all tests."""
+    """Every cell of the planned repeats (all of a fixed count, the minimum of an adaptive one)."""
     io = config["io"]
-    for array in config["arrays"]:
-        for target in targets(config, array):
-            for rep in range(1, io["repeats"] + 1):
-                for bs in io["block_sizes"]:
-                    for pattern in io["patterns"]:
-                        for direct in io["direct"]:
-                            for streams in io["streams"]:
-                                yield Cell(array, target, pattern, bs, direct, streams, rep)
+    for host in hosts(config):
+        for array in config["arrays"]:
+            for target in targets(config, array):
+                for rep in range(1, repeat_plan(io)[0] + 1):
+                    for bs in io["block_sizes"]:
+                        for pattern in io["patterns"]:
+                            for direct in io["direct"]:
+                                for streams in io["streams"]:
+                                    yield Cell(host, array, target, pattern, bs, direct, streams, rep)
 
 
 def fingerprint(*parts) -> str:

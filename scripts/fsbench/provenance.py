@@ -62,7 +62,8 @@ def setups(records: list[dict]) -> dict:
     arrays = {}
     for rec in records:
         cell, setup = rec["cell"], rec["setup"]
-        entry = arrays.setdefault(cell["array"], {"spec": cell["array_spec"], "devices": setup["info"], "targets": {}})
+        where = cell["array"] if cell.get("host", "local") == "local" else f"{cell['host']}/{cell['array']}"
+        entry = arrays.setdefault(where, {"spec": cell["array_spec"], "devices": setup["info"], "targets": {}})
         if cell["target"] in ("raw", "path") or cell["target"] in entry["targets"]:
             continue
         fs = setup["filesystem"]

@@ -12,9 +12,9 @@ from .sizes import format_size
 
 # What makes two measurements the same test (besides op).
 TEST = ["pattern", "block_size", "direct", "streams"]
-KEYS = ["campaign", "array", "target", "fs_type", "op", *TEST]
+KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]
 # Raw and filesystem rows are compared within this cell (raw has its own target and fs_type).
-CELL = ["campaign", "array", "op", *TEST]
+CELL = ["campaign", "host", "array", "op", *TEST]
 STATS = ["n", "median", "mean", "stdev", "ci95_low", "ci95_high", "cv", "efficiency_vs_raw"]
 SUMMARY_COLUMNS = [*KEYS, *STATS, "median_durable", "mean_durable"]
 
@@ -98,7 +98,42 @@ def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         out["efficiency_vs_raw"] = (out["median"] / raw_median).replace([np.inf, -np.inf], np.nan)
 
-    return sort_rows(out[SUMMARY_COLUMNS], ["campaign", "array", "target", "op", *TEST])
+    return sort_rows(out[SUMMARY_COLUMNS], ["campaign", "host", "array", "target", "op", *TEST])
+
+
+def relative_ci(values) -> float:
+    """Half-width of the 95% confidence interval of the mean (Student t), as a fraction of the median."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or not np.median(x) > 0:
+        return float("nan")
+    return float(student_t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)) / np.median(x))
+
+
+# The figures a cell's repeats must pin down: both rates of a write, the rate of a read.
+DECIDING = {"write": ["mb_s", "mb_s_durable"], "read": ["mb_s"]}
+
+
+def repeat_decision(rows: list[dict], plan: dict) -> dict:
+    """After len(rows)/2 repeats of a cell (its write and read rows): does it need another one?
+
+    More while any deciding figure's relative CI exceeds plan['target_ci'] and fewer than plan['max']
+    repeats are done. The answer says why, with every figure's CI.
+    """
+    frame = pd.DataFrame(rows)
+    k = int(frame["rep"].nunique())
+    ci = {
+        f"{op}.{col}": relative_ci(frame.loc[frame["op"] == op, col]) for op, cols in DECIDING.items() for col in cols
+    }
+    worst = max(ci, key=lambda name: np.nan_to_num(ci[name], nan=np.inf))
+    met = all(v <= plan["target_ci"] for v in ci.values())  # NaN (e.g. a zero median) never meets it
+    if met:
+        reason = f"target_ci: the widest 95% CI is {ci[worst]:.1%} of the median ({worst}) after {k} repeats"
+    elif k >= plan["max"]:
+        reason = f"max: {k} repeats, the widest 95% CI is still {ci[worst]:.1%} of the median ({worst})"
+    else:
+        reason = f"more: the widest 95% CI is {ci[worst]:.1%} of the median ({worst}) after {k} repeats"
+    return {"repeats": k, "more": not met and k < plan["max"], "stopped": reason.split(":")[0], "reason": reason,
+            "ci": ci, "plan": plan}  # fmt: skip
 
 
 def summarize_baselines(rows: pd.DataFrame) -> pd.DataFrame:

@@ -13,6 +13,7 @@ import socket
 from pathlib import Path
 
 from . import devices, engine, guards
+from .config import LOCAL
 from .records import COLUMNS, flags_for, rate, write_json
 from .system import output, run
 
@@ -20,8 +21,35 @@ IDENTITY_BYTES = 4096  # the head of the data, hashed, to tell our data from any
 ENGINES = {"python": "engine", "dd": "ddengine", "fio": "fioengine"}
 
 
-def array_dir(scratch: str, campaign: str, array: str) -> Path:
-    return Path(scratch) / campaign / array
+def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Path:
+    """Where an array's images and mount point live; per host when the campaign names hosts, so that
+    a scratch directory shared by several nodes never mixes their loop images."""
+    return Path(scratch) / campaign / array if host == LOCAL else Path(scratch) / campaign / host / array
+
+
+def short_hostname() -> str:
+    return socket.gethostname().split(".")[0]
+
+
+def check_host(host: str) -> None:
+    """A cell for a named host must run there: on Slurm its job is pinned with --nodelist."""
+    here = socket.gethostname()
+    if host not in (LOCAL, here, short_hostname()):
+        raise devices.DeviceError(
+            f"this cell is for host '{host}' but runs on '{here}': with hosts in the campaign, run it "
+            "through Slurm (--profile profiles/slurm) so that each host's cells land on that node"
+        )
+
+
+def measure_cell(cell: dict, workdir) -> dict:
+    """One cell and repeat, start to end: the array set up as the cell needs it (each step a no-op when it
+    already is), then the write, then the read of what was written."""
+    check_host(cell["host"])
+    state = attach(cell["array_spec"], workdir, cell["array"])
+    if cell["fs"]:
+        state = mount(make_filesystem(state, cell["fs"], workdir), cell["fs"], workdir)
+    written = measure_write(state, cell, workdir)
+    return {"write": written, "read": measure_read(written, cell, workdir)}
 
 
 def attach(array: dict, workdir, name: str = "") -> dict:

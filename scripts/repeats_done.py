@@ -1,0 +1,12 @@
+"""An adaptive cell is finished: how many repeats it took, why it stopped, and which records are its."""
+
+from fsbench.records import read_json, write_json
+from fsbench.steplog import run_step
+
+
+def done(decision, records):
+    return read_json(decision) | {"records": records}
+
+
+decision, *records = snakemake.input
+write_json(snakemake.output[0], run_step(snakemake.log[0], done, decision, records))

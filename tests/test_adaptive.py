@@ -1,0 +1,86 @@
+"""Adaptive repeats on real loop devices: a noisy cell gets more repeats than a quiet one, and says why.
+
+The noise is real and made here: while the campaign runs, the kernel's block-I/O throttle (cgroup v1 blkio,
+root group) holds the quiet array's loop device at a steady 256 MB/s and makes the noisy one's rate jump
+between 50 and 400 MB/s every quarter second, so its repeats see different devices. (Unthrottled, this VM's
+loop devices are themselves too noisy to be the quiet one.)
+"""
+
+import json
+import os
+import random
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import held, needs_root, run_campaign
+
+pytestmark = [needs_root, pytest.mark.e2e]
+
+BLKIO = Path("/sys/fs/cgroup/blkio")
+LIMITS = [BLKIO / "blkio.throttle.write_bps_device", BLKIO / "blkio.throttle.read_bps_device"]
+needs_throttle = pytest.mark.skipif(
+    not all(p.exists() for p in LIMITS), reason="needs the cgroup v1 blkio throttle to make a device noisy"
+)
+
+
+def loop_devices_under(folder: Path) -> list[str]:
+    """MAJ:MIN of every loop device whose backing file lies under `folder`."""
+    found = []
+    for dev in Path("/sys/block").glob("loop*"):
+        backing = dev / "loop" / "backing_file"
+        if backing.exists() and backing.read_text().strip().startswith(str(folder) + "/"):
+            found.append((dev / "dev").read_text().strip())
+    return found
+
+
+def make_noise(scratch: Path, stop: threading.Event, throttled: set) -> None:
+    rng = random.Random(7)
+    while not stop.wait(0.25):
+        for array, rate in (("quiet", 256), ("noisy", rng.choice([50, 400]))):
+            for dev in loop_devices_under(scratch / array):
+                for limit in LIMITS:
+                    limit.write_text(f"{dev} {rate * 10**6}\n")
+                throttled.add((array, dev))
+
+
+@needs_throttle
+def test_a_noisy_cell_gets_more_repeats_than_a_quiet_one(scratch, tmp_path):
+    config = {
+        "campaign": "adaptive",
+        "scratch": str(scratch),
+        "arrays": {"quiet": {"kind": "loop", "size": "256MiB"}, "noisy": {"kind": "loop", "size": "256MiB"}},
+        "raw": True,
+        "io": {"size": "256MiB", "block_sizes": ["1MiB"], "direct": [True], "cache": "direct",
+               "repeats": {"min": 3, "max": 6, "target_ci": 0.25}},
+    }  # fmt: skip
+    stop, throttled = threading.Event(), set()
+    noise = threading.Thread(target=make_noise, args=(scratch / "adaptive", stop, throttled))
+    noise.start()
+    try:
+        run_campaign(tmp_path, config)
+    finally:
+        stop.set()
+        noise.join()
+        for _, dev in throttled:
+            for limit in LIMITS:
+                limit.write_text(f"{dev} 0\n")  # 0 removes the limit
+    assert {array for array, _ in throttled} == {"quiet", "noisy"}, "a loop device was never seen"
+    results = tmp_path / "results/adaptive"
+    df = pd.read_csv(results / "measurements.csv")
+    reps = df.groupby("array")["rep"].max().to_dict()
+    summary = pd.read_csv(results / "summary.csv").set_index(["array", "op"])
+    assert reps["noisy"] > reps["quiet"] >= 3, (reps, summary[["n", "cv", "stop_reason"]].to_string())
+    assert summary.loc[("noisy", "write"), "stopped"] == "max" and reps["noisy"] == 6
+    assert summary.loc[("quiet", "write"), "stopped"] == "target_ci"
+    assert (summary["n"] == summary.index.get_level_values("array").map(reps)).all()
+    for array in ("quiet", "noisy"):
+        done = json.loads((results / f"repeats/local/{array}/raw/seq-1MiB-direct-1s/done.json").read_text())
+        assert done["repeats"] == reps[array] and done["reason"] == summary.loc[(array, "read"), "stop_reason"]
+        assert len(done["records"]) == 2 * reps[array] and all(os.path.exists(tmp_path / p) for p in done["records"])
+    # The decision after each repeat is kept: the noisy cell asked for more after reps 3, 4 and 5.
+    after = sorted((results / "repeats/local/noisy/raw/seq-1MiB-direct-1s").glob("after*.json"))
+    assert [json.loads(p.read_text())["more"] for p in after] == [True, True, True, False]
+    assert not held(scratch)
