@@ -1,11 +1,16 @@
 """End to end: the seed's experiment (raw + ext3 + xfs, bs 1MiB and 4MiB, 2 repeats) on a real loop device."""
 
+import base64
+import io
 import json
 import math
+import shutil
 import subprocess
 
 import pandas as pd
 import pytest
+from browser import Browser, find_browser
+from PIL import Image
 
 from fsbench.records import COLUMNS
 
@@ -39,6 +44,16 @@ def seed_run(tmp_path_factory):
         yield work, scratch, run_campaign(work, seed_campaign(scratch))
 
 
+@pytest.fixture(scope="module")
+def seed_report(seed_run):
+    """The campaign's Snakemake HTML report, made as `make report` makes it."""
+    work, _, _ = seed_run
+    report = work / "results/seed/report.html"
+    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(work), "--cores", "1", "--report", str(report)]
+    subprocess.run([*argv, "--configfile", str(work / "campaign.yaml")], check=True, capture_output=True, timeout=300)
+    return report
+
+
 def test_every_row_satisfies_the_contract(seed_run):
     work, scratch, _ = seed_run
     df = pd.read_csv(work / "results/seed/measurements.csv", keep_default_na=False, na_values=[""])
@@ -62,10 +77,13 @@ def test_every_row_satisfies_the_contract(seed_run):
     assert (reads.seconds_durable == reads.seconds).all()
     assert reads.cached_before.between(0, 0.02).all()
     assert writes.cached_before.isna().all()
-    # each read followed its own write, and filesystems never overlapped: raw, then ext3, then xfs
+    # Repeats run in rounds (every cell's rep 1, then rep 2), and within a round the targets one after
+    # another, raw, then ext3, then xfs, never overlapping; each read follows its own write.
     df["t"] = pd.to_datetime(df.started_at)
-    spans = df.groupby("target").t.agg(["min", "max"]).loc[["raw", "ext3", "xfs"]]
-    assert spans["max"].iloc[0] < spans["min"].iloc[1] and spans["max"].iloc[1] < spans["min"].iloc[2]
+    spans = df.groupby(["rep", "target"]).t.agg(["min", "max"])
+    order = [(rep, target) for rep in (1, 2) for target in ("raw", "ext3", "xfs")]
+    for before, after in zip(order, order[1:], strict=False):
+        assert spans.loc[before, "max"] < spans.loc[after, "min"], (before, after)
     pairs = df.pivot_table(index=["target", "block_size", "rep"], columns="op", values="t", aggfunc="first")
     assert (pairs["write"] < pairs["read"]).all()
 
@@ -116,17 +134,138 @@ def test_bad_config_stops_before_anything_is_touched(scratch, tmp_path):
     assert not held(scratch) and not any(scratch.iterdir())
 
 
-def test_baselines_and_report(seed_run):
+def test_baselines_and_report(seed_run, seed_report):
     work, scratch, _ = seed_run
     base = pd.read_csv(work / "results/seed/baselines.csv")
     assert list(base.columns) == COLUMNS and len(base) == 7
     assert (base.campaign == "3ware-2012").all() and (base.engine == "dd-log").all()
     raw_write = base[(base.target == "raw") & (base.op == "write")].iloc[0]
     assert raw_write.bytes == 21474836480 and raw_write.seconds == 68.929 and raw_write.seconds_durable == 78.373
-    report = work / "results/seed/report.html"
-    cfg = work / "campaign.yaml"
-    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(work), "--report", str(report)]
-    subprocess.run([*argv, "--configfile", str(cfg)], check=True, capture_output=True, timeout=300)
-    html = report.read_text()
+    html = seed_report.read_text()
     for name in ("throughput.png", "durable.png", "efficiency.png", "summary.csv", "provenance.json"):
         assert name in html
+
+
+# The report in a real browser -----------------------------------------------------------------------------
+# The report is a single-page app: every plot is an item of the category "Plots", shown only when clicked.
+
+ROW = "[...document.querySelectorAll('nav table tbody tr')].find(tr => tr.cells[0].textContent.trim() === {path!r})"
+SHOWN_IMG = "[...document.querySelectorAll('#app img')].find(img => !img.closest('nav'))"  # the content pane's
+
+
+def menu_link(label):
+    return f"[...document.querySelectorAll('nav a')].find(a => a.textContent.trim() === {label!r})"
+
+
+def crumb(label):
+    return f"[...document.querySelectorAll('nav ol a')].find(a => a.textContent.trim() === {label!r})"
+
+
+def rst_text(name):
+    """A caption's text as a reader sees it: the .rst without its ``literal`` marks, spaces collapsed."""
+    return " ".join((REPO / "report" / f"{name}.rst").read_text().replace("``", "").split())
+
+
+def data_uri_bytes(uri, filename):
+    head, _, payload = uri.partition(";base64,")
+    assert head.endswith(f";filename={filename}"), head
+    return base64.b64decode(payload)
+
+
+def open_category(b, category, files):
+    """From anywhere: home, then the category; it must list exactly `files`."""
+    b.click("document.querySelector('nav ol li a')")  # the home breadcrumb
+    b.click(menu_link(category))
+    paths = b.wait_for(
+        f"""(() => {{
+            const crumbs = document.querySelector('nav ol').innerText;
+            const rows = [...document.querySelectorAll('nav table tbody tr')];
+            return crumbs.includes({category!r}) && rows.length ? rows.map(tr => tr.cells[0].textContent.trim()) : null;
+        }})()"""
+    )
+    assert sorted(paths) == sorted(files), f"{category} lists {paths}"
+
+
+def read_caption(b, path):
+    """Click the row's (i) button; the navbar then describes the item. Returns the caption's text."""
+    b.click(f"{ROW.format(path=path)}.querySelectorAll('a[type=button]')[1]")
+    text = b.wait_for(
+        f"""(() => {{
+            const crumbs = document.querySelector('nav ol').innerText;
+            const caption = document.querySelector('nav li.prose');
+            return crumbs.includes({path!r}) && caption ? caption.innerText : null;
+        }})()"""
+    )
+    return " ".join(text.split())
+
+
+def test_report_shows_every_plot_in_a_real_browser(seed_run, seed_report, tmp_path):
+    """Open report.html in headless Chromium and click through it as a reader would: every plot renders
+    (the very PNG of plots/, decoded and painted), with its caption; the tables and provenance are there."""
+    exe = find_browser()
+    if exe is None:
+        pytest.skip("no Chromium found (apt-get install chromium, or set FSBENCH_BROWSER): `make setup` installs it")
+    work, _, _ = seed_run
+    out = work / "results/seed"
+    plots = sorted(png.stem for png in (out / "plots").glob("*.png"))  # every plot the campaign made
+    assert {"throughput", "durable", "efficiency", "baselines"} <= set(plots)  # raw is measured, a baseline given
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+
+    with Browser(exe, tmp_path / "profile", failure_shot=shots / "failure.png") as b:
+        b.open(seed_report.as_uri())
+        b.wait_for(f"!!({menu_link('Plots')} && {menu_link('Tables')} && {menu_link('Provenance')})")
+        assert "measured bare (raw)" in b.js("document.body.innerText")  # the workflow description
+        b.screenshot(shots / "start.png")
+
+        open_category(b, "Plots", [f"results/seed/plots/{name}.png" for name in plots])
+        for name in plots:
+            path = f"results/seed/plots/{name}.png"
+            # the eye button shows the plot in the content pane
+            b.click(f"{ROW.format(path=path)}.querySelectorAll('a[type=button]')[0]")
+            img = b.wait_for(
+                f"""(() => {{
+                    const img = {SHOWN_IMG};
+                    if (!img || !img.src.includes(';filename={name}.png;') || !img.complete) return null;
+                    img.scrollIntoView({{block: "center"}});
+                    const r = img.getBoundingClientRect();
+                    const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+                    return {{src: img.src, natural: [img.naturalWidth, img.naturalHeight],
+                             box: [r.left, r.top, r.width, r.height], onTop: hit === img}};
+                }})()"""
+            )
+            png = (out / "plots" / f"{name}.png").read_bytes()
+            with Image.open(io.BytesIO(png)) as im:  # the browser decoded it (a broken image is 0 x 0)
+                assert img["natural"] == list(im.size), f"{name}: decoded as {img['natural']}, the PNG is {im.size}"
+            assert data_uri_bytes(img["src"], f"{name}.png") == png, f"{name}: not the plot of plots/"
+            left, top, width, height = img["box"]
+            assert width >= 400 and height >= 200 and img["onTop"], f"{name} not visible: {img}"
+            shot = b.screenshot(shots / f"plot-{name}.png")
+            with Image.open(shot) as im:  # the plot's pixels were painted: a chart, not a blank or broken image
+                painted = im.convert("RGB").crop((int(left), int(top), int(left + width), int(top + height)))
+                assert len(painted.getcolors(1 << 20) or range(1 << 20)) > 50, f"{name}: almost no colours painted"
+            shutil.copy(shot, f"/tmp/report-shot-{name}.png")  # for a human to look at
+            # the (i) button shows what was measured and how
+            assert (REPO / "report" / f"{name}.rst").is_file(), f"{name}: no caption in report/{name}.rst"
+            assert read_caption(b, path) == rst_text(name), f"{name}: caption differs from report/{name}.rst"
+            if name == "throughput":
+                shutil.copy(b.screenshot(shots / f"caption-{name}.png"), f"/tmp/report-shot-caption-{name}.png")
+            b.click(crumb("Plots"))
+            b.wait_for("document.querySelectorAll('nav table tbody tr').length > 0")
+
+        # tables and provenance: listed with their caption, and the download is the file itself
+        for category, files in {
+            "Tables": {"measurements.csv": "measurements", "summary.csv": "summary"},
+            "Provenance": {"provenance.json": "provenance"},
+        }.items():
+            open_category(b, category, [f"results/seed/{f}" for f in files])
+            for filename, caption in files.items():
+                path = f"results/seed/{filename}"
+                href = b.js(f"{ROW.format(path=path)}.querySelector('a[type=button]').getAttribute('href')")
+                assert data_uri_bytes(href, filename) == (out / filename).read_bytes(), f"{filename} differs"
+                assert read_caption(b, path) == rst_text(caption), f"{filename}: caption differs"
+                b.screenshot(shots / f"{caption}.png")
+                b.click(crumb(category))
+        assert not b.errors(), f"the page reported errors: {b.errors()}"
+        fetched = [url[:80] for url in b.requests() if not url.startswith(("file:", "data:", "about:", "blob:"))]
+        assert not fetched, f"the report is not self-contained, it fetched {fetched}"
