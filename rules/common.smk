@@ -124,19 +124,24 @@ def array_outputs(wildcards):
     return cell_outputs(wildcards.host, wildcards.array)
 
 
-def plot_files():
-    """The plots as files; the PNGs also as report items with a caption saying what was measured and how.
+def plot_files(as_report_items=False):
+    """The plots as files. For rule plots, the PNGs as report items with a caption saying what was measured
+    and how (only there: an item is credited to the rule whose output it is).
 
     baselines.png/svg (the campaign beside its baselines) only when the config has baselines.
     """
-    compared = "raw" in TARGETS and any(t != "raw" for t in TARGETS)  # a filesystem beside raw
+    compared = "raw" in TARGETS and any(
+        t != "raw" for t in TARGETS
+    )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
     for name in names:
         png = f"{RESULTS}/plots/{name}.png"
         caption = f"{workflow.basedir}/report/{name}.rst"  # called from the Snakefile, not from here
-        item = report(png, caption=caption, category="Plots")
+        item = (
+            report(png, caption=caption, category="Plots") if as_report_items else png
+        )
         files += [item, f"{RESULTS}/plots/{name}.svg"]
     return files
 

@@ -13,6 +13,7 @@ rule measure:
     priority: measure_priority
     conda:
         "../envs/fsbench.yaml"
+    threads: lambda wildcards: int(wildcards.streams)  # one per stream (Slurm: --cpus-per-task)
     resources:
         storage_io=1,
         slurm_extra=pin_to_host,

@@ -51,7 +51,7 @@ rule plots:
         summary=f"{RESULTS}/summary.csv",
         baselines=BASELINE_ROWS,
     output:
-        plot_files(),
+        plot_files(as_report_items=True),
     log:
         f"{RESULTS}/logs/plots.log",
     conda:

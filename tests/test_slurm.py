@@ -2,6 +2,7 @@
 results of the same shape as a local run, and every device step went through Slurm."""
 
 import os
+import socket
 import subprocess
 import sys
 import uuid
@@ -34,10 +35,12 @@ def slurm(tmp_path_factory):
             assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
 
 
-def small(scratch, name):
+def small(scratch, name, host):
     return {
         "campaign": name,
         "scratch": str(scratch),
+        "hosts": [host],
+        "exclusive": True,
         "arrays": {"demo": {"kind": "loop", "size": "256MiB"}},
         "filesystems": {"ext4": {"type": "ext4"}},
         "io": {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": 1},
@@ -46,24 +49,48 @@ def small(scratch, name):
 
 def test_campaign_through_slurm_matches_a_local_run(slurm, tmp_path):
     base, env = slurm
-    name = f"sl-{uuid.uuid4().hex[:6]}"
+    name, node = f"sl-{uuid.uuid4().hex[:6]}", socket.gethostname()
     with private_scratch() as scratch:
         proc = run_campaign(
-            tmp_path / "slurm", small(scratch, name), "--profile", str(REPO / "profiles" / "slurm"),
+            tmp_path / "slurm", small(scratch, name, node), "--profile", str(REPO / "profiles" / "slurm"),
             "--seconds-between-status-checks", "2", env=env,
         )  # fmt: skip
         assert "executor: slurm" in proc.stdout + proc.stderr or "slurm" in proc.stdout + proc.stderr
         assert not held(scratch)
-        run_campaign(tmp_path / "local", small(scratch, name))
+        run_campaign(tmp_path / "local", small(scratch, name, node))
     on_slurm = pd.read_csv(tmp_path / f"slurm/results/{name}/measurements.csv")
     local = pd.read_csv(tmp_path / f"local/results/{name}/measurements.csv")
-    cell = ["target", "fs_type", "op", "pattern", "block_size", "direct", "streams", "rep", "bytes"]
+    cell = ["host", "target", "fs_type", "op", "pattern", "block_size", "direct", "streams", "rep", "bytes"]
     assert list(on_slurm.columns) == list(local.columns)
     assert on_slurm[cell].sort_values(cell).values.tolist() == local[cell].sort_values(cell).values.tolist()
-    assert len(on_slurm) == 4
-    # the job log: raw attach/write/read, ext4 attach/mkfs/mount/write/read, release: 9 jobs, all completed
+    assert len(on_slurm) == 4 and (on_slurm.host == node).all()
+    assert (tmp_path / f"slurm/results/{name}/runs/{node}/demo/ext4/seq-1MiB-buffered-1s/rep1/read.json").exists()
+    # Slurm's job log: a measure job per cell (raw, ext4) and the release, all completed on the node, each
+    # with the whole node (exclusive: every CPU, though a job asks for one).
     jobs = (base / "log" / "jobcomp.txt").read_text().splitlines()
     ours = [j for j in jobs if f"WorkDir={tmp_path / 'slurm'}" in j]
-    assert len(ours) == 9 and all("JobState=COMPLETED" in j for j in ours)
+    assert len(ours) == 3 and all("JobState=COMPLETED" in j and f"NodeList={node} " in j for j in ours), ours
+    cpus = os.cpu_count()
+    assert all(f"ProcCnt={cpus} " in j for j in ours), ours
     sinfo = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=os.environ | env)
     assert sinfo.stdout.strip() == "idle"
+
+
+def test_a_cell_is_pinned_to_its_host(slurm, tmp_path):
+    """A host Slurm does not know is refused by sbatch: the pin reaches Slurm, nothing runs elsewhere."""
+    _, env = slurm
+    with private_scratch() as scratch:
+        proc = run_campaign(
+            tmp_path, small(scratch, "pinned", "no-such-node"), "--profile", str(REPO / "profiles" / "slurm"),
+            "--seconds-between-status-checks", "2", check=False, env=env,
+        )  # fmt: skip
+        said = proc.stdout + proc.stderr
+        assert proc.returncode != 0 and "--nodelist=no-such-node" in said, said[-3000:]
+        assert not held(scratch) and not (tmp_path / "results/pinned/runs").exists()
+
+
+def test_a_cell_for_another_host_is_refused_locally(scratch, tmp_path):
+    proc = run_campaign(tmp_path, small(scratch, "elsewhere", "no-such-node"), check=False)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and f"this cell is for host 'no-such-node' but runs on '{socket.gethostname()}'" in said
+    assert "--profile profiles/slurm" in said and not held(scratch)
