@@ -8,7 +8,7 @@ from fsbench.devices import lock_campaign, release
 from fsbench.guards import lock_device
 from fsbench.records import read_json
 from fsbench.sizes import format_size, parse_size
-from fsbench.config import LOCAL
+from fsbench.config import ALL_HOSTS, LOCAL
 from fsbench.steps import array_dir, short_hostname
 
 try:
@@ -27,8 +27,11 @@ CELL = (
 )
 
 
+HOST = "[A-Za-z0-9][A-Za-z0-9.-]*"
+
+
 wildcard_constraints:
-    host="[A-Za-z0-9][A-Za-z0-9.-]*",
+    host=HOST,
     array="[A-Za-z0-9][A-Za-z0-9_-]*",
     target="|".join(TARGETS),
     pattern="seq|rand",
@@ -65,7 +68,10 @@ def array_spec(wildcards):
 
 def pin_to_host(wildcards):
     """On Slurm: run on the cell's node (sbatch --nodelist), alone there when the campaign says exclusive."""
-    extra = [] if wildcards.host == LOCAL else [f"--nodelist={wildcards.host}"]
+    nodes = {LOCAL: [], ALL_HOSTS: CAMPAIGN["hosts"]}.get(
+        wildcards.host, [wildcards.host]
+    )
+    extra = [f"--nodelist={','.join(nodes)}"] if nodes else []
     return " ".join(extra + (["--exclusive"] if CAMPAIGN["exclusive"] else []))
 
 
@@ -139,9 +145,9 @@ def plot_files(as_report_items=False):
     for name in names:
         png = f"{RESULTS}/plots/{name}.png"
         caption = f"{workflow.basedir}/report/{name}.rst"  # called from the Snakefile, not from here
-        item = (
-            report(png, caption=caption, category="Plots") if as_report_items else png
-        )
+        item = png
+        if as_report_items:
+            item = report(png, caption=caption, category="Plots")
         files += [item, f"{RESULTS}/plots/{name}.svg"]
     return files
 

@@ -10,6 +10,8 @@ rule measure:
         read=record_file("read"),
     log:
         f"{RESULTS}/logs/measure/{CELL}/rep{{rep}}.log",
+    wildcard_constraints:
+        host=f"(?!{ALL_HOSTS}/){HOST}",
     priority: measure_priority
     conda:
         "../envs/fsbench.yaml"
@@ -22,6 +24,33 @@ rule measure:
         workdir=workdir,
     script:
         "../scripts/measure.py"
+
+
+# A path array with all_hosts: every host writes, then reads, at once (one part per host, started with
+# srun); the figure is total bytes over the common wall time, each host's own figure kept beside it.
+rule measure_all_hosts:
+    output:
+        write=record_file("write"),
+        read=record_file("read"),
+    log:
+        f"{RESULTS}/logs/measure/{CELL}/rep{{rep}}.log",
+    wildcard_constraints:
+        host=ALL_HOSTS,
+        target="path",
+    priority: measure_priority
+    conda:
+        "../envs/fsbench.yaml"
+    threads: lambda wildcards: int(wildcards.streams)
+    resources:
+        storage_io=1,
+        nodes=len(CAMPAIGN["hosts"]),
+        slurm_extra=pin_to_host,
+    params:
+        cell=cell_spec,
+        hosts=CAMPAIGN["hosts"],
+        scratch=CAMPAIGN["scratch"],
+    script:
+        "../scripts/measure_all_hosts.py"
 
 
 # Adaptive repeats (io.repeats: {min, max, target_ci}): after rep k of a cell, decide whether it needs

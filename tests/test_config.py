@@ -63,6 +63,14 @@ def test_adaptive_repeats_plan_the_minimum_and_hosts_multiply_cells():
     two = validate(GOOD | {"hosts": ["n1", "n2"]})
     assert [x.host for x in cells(two)] == ["n1"] * (len(list(cells(two))) // 2) + ["n2"] * (len(list(cells(two))) // 2)
     assert {x.host for x in cells(validate(GOOD))} == {"local"}
+    together = validate(
+        GOOD | {"hosts": ["n1", "n2"], "arrays": {"p": {"kind": "path", "path": "/tmp", "all_hosts": True}}}
+    )
+    assert [(x.host, x.target) for x in cells(together) if x.rep == 1 and x.block_size == 2**20] == [
+        ("n1", "path"),
+        ("n2", "path"),
+        ("all", "path"),
+    ]
 
 
 def test_repeats_are_outermost():
@@ -117,6 +125,17 @@ CASES = [
     ),
     ("hosts", ["node1", "node1"], "'hosts': value"),
     ("hosts", ["local"], "'hosts[0]': value 'local' is not allowed"),
+    ("hosts", ["all"], "'hosts[0]': value 'all' is not allowed"),
+    (
+        "arrays",
+        {"p": {"kind": "path", "path": "/tmp", "all_hosts": True}},
+        "'arrays.p.all_hosts': value true is not allowed; allowed: true only with hosts: [...]",
+    ),
+    (
+        "arrays",
+        {"d": {"kind": "loop", "all_hosts": True}},
+        "'arrays.d.all_hosts': value true is not allowed; allowed: no 'all_hosts' for kind loop",
+    ),
     ("hosts", ["node 1"], "'hosts[0]': value 'node 1' is not allowed; allowed: a host name"),
     ("exclusive", "yes", "'exclusive': value 'yes' is not allowed; allowed: true: on Slurm"),
     ("io.engine", "fo", "'io.engine': value 'fo'"),
@@ -157,7 +176,7 @@ def test_kinds_and_their_targets(tmp_path):
     c = validate(with_("arrays", arrays) | {"filesystems": {"ext4": {"type": "ext4"}, "b": btrfs}})
     assert targets(c, "p") == ["path"] and targets(c, "r") == ["b"]
     assert all_targets(c) == ["b", "path"]
-    assert c["arrays"]["p"] == {"kind": "path", "path": str(tmp_path)}
+    assert c["arrays"]["p"] == {"kind": "path", "path": str(tmp_path), "all_hosts": False}
 
 
 def test_dd_cannot_do_rand():

@@ -1,6 +1,7 @@
 """Scale out: the same campaign through a real single-node Slurm (started here, stopped after) gives
 results of the same shape as a local run, and every device step went through Slurm."""
 
+import json
 import os
 import socket
 import subprocess
@@ -94,3 +95,28 @@ def test_a_cell_for_another_host_is_refused_locally(scratch, tmp_path):
     said = proc.stdout + proc.stderr
     assert proc.returncode != 0 and f"this cell is for host 'no-such-node' but runs on '{socket.gethostname()}'" in said
     assert "--profile profiles/slurm" in said and not held(scratch)
+
+
+def test_all_hosts_at_once_on_a_shared_path(slurm, tmp_path):
+    """A path array with all_hosts: each host's own cells, and the cell all hosts run at once (srun, one
+    part per node), whose figure is the total bytes over the common wall time."""
+    _, env = slurm
+    node = socket.gethostname()
+    with private_scratch() as scratch:
+        shared = scratch / "shared"
+        shared.mkdir()
+        config = small(scratch, "together", node) | {"arrays": {"p": {"kind": "path", "path": str(shared),
+                                                                      "all_hosts": True}}, "raw": False}  # fmt: skip
+        config["io"]["cache"] = "fadvise"
+        run_campaign(tmp_path, config, "--profile", str(REPO / "profiles" / "slurm"),
+                     "--seconds-between-status-checks", "2", env=env)  # fmt: skip
+        assert list(shared.iterdir()) == []  # every host's data folder is gone again
+    df = pd.read_csv(tmp_path / "results/together/measurements.csv")
+    assert sorted(df.host) == sorted([node, node, "all", "all", f"{node}@all", f"{node}@all"])
+    assert (df.bytes == 32 * 2**20).all()  # one host: the whole is its one part
+    for op in ("write", "read"):
+        whole = df[(df.host == "all") & (df.op == op)].iloc[0]
+        part = df[(df.host == f"{node}@all") & (df.op == op)].iloc[0]
+        assert whole.seconds >= part.seconds and whole.seconds_durable >= part.seconds_durable
+        record = json.loads((tmp_path / whole.record).read_text())
+        assert record["command"].startswith("srun --overlap --nodes=1 --ntasks=1 --ntasks-per-node=1")

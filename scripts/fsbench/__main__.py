@@ -1,7 +1,9 @@
 """Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host;
-`python -m fsbench results CAMPAIGN.yaml` prints where its results go."""
+`python -m fsbench results CAMPAIGN.yaml` prints where its results go; `part` is one host's share of an
+all-hosts cell (started by fsbench.together, not by people)."""
 
 import argparse
+import json
 import sys
 
 import yaml
@@ -18,7 +20,12 @@ def main(argv=None) -> int:
     rel.add_argument("campaign", help="the campaign file")
     res = sub.add_parser("results", help="print the campaign's results folder")
     res.add_argument("campaign", help="the campaign file")
+    part = sub.add_parser("part", help="one host's share of an all-hosts cell (run by fsbench itself)")
+    for name in ("cell", "op", "start_at", "scratch", "record_dir"):
+        part.add_argument(name)
     args = parser.parse_args(argv)
+    if args.command == "part":
+        return run_part(args)
     try:
         with open(args.campaign) as f:
             config = validate(yaml.safe_load(f))
@@ -34,6 +41,19 @@ def main(argv=None) -> int:
             for array in config["arrays"]:
                 done += release(array_dir(config["scratch"], config["campaign"], array, host))
     print("\n".join(done) or "nothing to release")
+    return 0
+
+
+def run_part(args) -> int:
+    from .steplog import EXPECTED
+    from .together import part
+
+    try:
+        with open(args.cell) as f:
+            part(json.load(f), args.op, float(args.start_at), args.scratch, args.record_dir)
+    except EXPECTED as e:
+        print(f"fsbench: {short_hostname()}: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -26,6 +26,8 @@ def measurements(paths: list[str]) -> pd.DataFrame:
     for path in record_paths(paths):
         rec = read_json(path)
         rows.append(rec["row"] | {"command": rec["command"], "record": str(path)})
+        # An all-hosts cell also keeps each host's own figure, as host '<name>@all'.
+        rows += [part | {"command": rec["command"], "record": str(path)} for part in rec.get("parts", [])]
     df = pd.DataFrame(rows, columns=COLUMNS + EXTRA)
     return flag_above_raw(df)
 

@@ -7,6 +7,7 @@ with the key, the value and what is allowed.
 import copy
 import difflib
 import hashlib
+import itertools
 import json
 import os
 import stat
@@ -166,7 +167,7 @@ KIND_KEYS = {
     "loop": {"members": 1, "size": "2GiB", "level": None, "chunk": "512KiB"},
     "device": {"device": REQUIRED},
     "mdadm": {"devices": REQUIRED, "level": REQUIRED, "chunk": "512KiB"},
-    "path": {"path": REQUIRED},
+    "path": {"path": REQUIRED, "all_hosts": False},
 }
 MD_MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 # Filesystems that can span several devices themselves (mkfs over all members).
@@ -203,6 +204,8 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
             raise _fail(where, dev, "a device also listed in allow_destroy (fsbench overwrites only those)")
     if kind == "path" and not os.path.isdir(array["path"]):
         raise _fail(f"{key}.path", array["path"], "an existing directory")
+    if array.get("all_hosts") and not config["hosts"]:
+        raise _fail(f"{key}.all_hosts", True, "true only with hosts: [...], the nodes that write and read at once")
     if kind == "loop":
         io = config["io"]
         written = io["size"] * max(io["streams"])
@@ -230,6 +233,8 @@ def spans_members(array: dict) -> bool:
 
 # The host segment of a cell when the campaign names no hosts: wherever the job runs.
 LOCAL = "local"
+# The host segment of a path array's cells that every host runs at once (all_hosts: true).
+ALL_HOSTS = "all"
 
 
 def hosts(config: dict) -> list[str]:
@@ -282,17 +287,16 @@ def all_targets(config: dict) -> list[str]:
 
 
 def cells(config: dict):
-    """Every cell of the planned repeats (all of a fixed count, the minimum of an adaptive one)."""
+    """Every cell of the planned repeats (all of a fixed count, the minimum of an adaptive one): each host's,
+    then those that all hosts run at once (path arrays with all_hosts)."""
     io = config["io"]
-    for host in hosts(config):
-        for array in config["arrays"]:
-            for target in targets(config, array):
-                for rep in range(1, repeat_plan(io)[0] + 1):
-                    for bs in io["block_sizes"]:
-                        for pattern in io["patterns"]:
-                            for direct in io["direct"]:
-                                for streams in io["streams"]:
-                                    yield Cell(host, array, target, pattern, bs, direct, streams, rep)
+    where = [(h, a, t) for h in hosts(config) for a in config["arrays"] for t in targets(config, a)]
+    where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
+    tests = list(itertools.product(io["block_sizes"], io["patterns"], io["direct"], io["streams"]))
+    for host, array, target in where:
+        for rep in range(1, repeat_plan(io)[0] + 1):
+            for bs, pattern, direct, streams in tests:
+                yield Cell(host, array, target, pattern, bs, direct, streams, rep)
 
 
 def fingerprint(*parts) -> str:

@@ -22,9 +22,10 @@ ENGINES = {"python": "engine", "dd": "ddengine", "fio": "fioengine"}
 
 
 def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Path:
-    """Where an array's images and mount point live; per host when the campaign names hosts, so that
-    a scratch directory shared by several nodes never mixes their loop images."""
-    return Path(scratch) / campaign / array if host == LOCAL else Path(scratch) / campaign / host / array
+    """Where an array's images and mount point live: <scratch>/<campaign>/<array>, and <array>.<host> when
+    the campaign names hosts, so that a scratch directory (or a path array) shared by several nodes never
+    mixes their loop images or data."""
+    return Path(scratch) / campaign / (array if host == LOCAL else f"{array}.{host}")
 
 
 def short_hostname() -> str:

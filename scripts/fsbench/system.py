@@ -7,10 +7,12 @@ class ToolError(RuntimeError):
     """An external tool failed; the message names the command and what it printed."""
 
 
-def run(argv: list[str], check: bool = True, timeout: float | None = 600) -> subprocess.CompletedProcess:
+def run(
+    argv: list[str], check: bool = True, timeout: float | None = 600, env: dict | None = None
+) -> subprocess.CompletedProcess:
     argv = [str(a) for a in argv]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     except FileNotFoundError:
         raise ToolError(f"{argv[0]} is not installed (needed for: {' '.join(argv)}); run `make setup`") from None
     if check and proc.returncode != 0:

@@ -1,0 +1,83 @@
+"""All hosts at once on a shared path (IOR-style): every host writes its own files, all starting together,
+then reads them back, all starting together. The cell's figure is the total bytes over the common wall
+time, from the first host's start to the last host's end; each host's own figure is kept beside it.
+
+The cell's job runs on one node; it starts one part per host with srun (one task per node) under Slurm,
+or, with this host as the only one, as a plain subprocess. The parts meet at a start time given to them.
+"""
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import devices, engine, steps
+from .config import ALL_HOSTS
+from .records import flags_for, read_json, write_json
+from .system import run
+
+# Seconds from launching the parts to their common start: enough for srun to start a task on every node.
+START_DELAY = 3.0
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+def part_workdir(scratch: str, campaign: str, array: str, host: str) -> Path:
+    """Each host's own folder for the cell (and so its own data folder on the shared path)."""
+    return steps.array_dir(scratch, campaign, array, f"{ALL_HOSTS}-{host}")
+
+
+def part(cell: dict, op: str, start_at: float, scratch: str, record_dir: str) -> dict:
+    """One host's share of one op, run on that host: wait for the common start, measure, keep the record."""
+    host = steps.short_hostname()
+    workdir = part_workdir(scratch, cell["campaign"], cell["array"], host)
+    workdir.mkdir(parents=True, exist_ok=True)
+    state = steps.attach_path(cell["array_spec"]["path"], workdir, f"arrays.{cell['array']}")
+    time.sleep(max(0.0, start_at - time.time()))
+    if op == "write":
+        record = steps.measure_write(state, cell, workdir)
+    else:
+        record = steps.measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
+        devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
+    record["row"]["host"] = f"{host}@{ALL_HOSTS}"
+    write_json(Path(record_dir) / f"{host}-{op}.json", record)
+    return record["row"]
+
+
+def part_argv(hosts: list[str], args: list[str]) -> list[str]:
+    """The command that runs one part per host at once: srun under Slurm, else this host alone."""
+    me = [sys.executable, "-m", "fsbench", "part", *args]
+    if os.environ.get("SLURM_JOB_ID"):
+        n = len(hosts)
+        return ["srun", "--overlap", f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1",
+                f"--nodelist={','.join(hosts)}", "--kill-on-bad-exit=1", *me]  # fmt: skip
+    if hosts != [steps.short_hostname()] and hosts != [os.uname().nodename]:
+        raise devices.DeviceError(
+            f"the all-hosts cell of {', '.join(hosts)} needs Slurm to start a part on each: run it with "
+            "--profile profiles/slurm (only a campaign whose one host is this one runs it without)"
+        )
+    return me
+
+
+def measure(cell: dict, hosts: list[str], scratch: str, record_dir) -> dict:
+    """Write on every host at once, then read on every host at once; one record per op for the whole cell."""
+    record_dir = Path(record_dir)
+    record_dir.mkdir(parents=True, exist_ok=True)
+    spec = record_dir / "cell.json"
+    spec.write_text(json.dumps(cell))
+    records = {}
+    for op in ("write", "read"):
+        for host in hosts:
+            (record_dir / f"{host}-{op}.json").unlink(missing_ok=True)
+        start_at = time.time() + START_DELAY
+        argv = part_argv(hosts, [str(spec), op, repr(start_at), scratch, str(record_dir)])
+        run(argv, timeout=None, env=os.environ | {"PYTHONPATH": str(PACKAGE_DIR)})
+        parts = [read_json(record_dir / f"{host}-{op}.json") for host in hosts]
+        result = engine.aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
+        if op == "read":
+            result["cached_before"] = sum(p["row"]["cached_before"] for p in parts) / len(parts)
+        record = steps._record(cell, op, result, parts[0]["setup"], parts=[p["row"] for p in parts])
+        record["row"]["host"] = ALL_HOSTS
+        record["row"]["flags"] = flags_for(record["row"], cell["size"] * cell["streams"] * len(hosts))
+        records[op] = record
+    return records
