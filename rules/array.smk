@@ -21,6 +21,7 @@ rule release:
 
 
 onstart:
+    check_cluster_hosts()
     hold_campaign_lock()
 
 

@@ -176,6 +176,19 @@ def hold_campaign_lock():
                 HELD_LOCKS.append(lock_device(dev, NAME))
 
 
+def check_cluster_hosts():
+    """On a cluster a job may land on any node: without hosts, a loop image attached by one job would be
+    measured, and left attached, on whatever node the next job gets. Refuse before anything is submitted.
+    """
+    on_nodes = [a for a, spec in CAMPAIGN["arrays"].items() if spec["kind"] != "path"]
+    if workflow.non_local_exec and on_nodes and not CAMPAIGN["hosts"]:
+        raise WorkflowError(
+            f"fsbench: config key 'hosts': value [] is not allowed with a cluster executor for arrays "
+            f"{', '.join(on_nodes)}; allowed: the node(s) whose storage to measure, e.g. hosts: [node042], "
+            "so that every step of an array runs on that node"
+        )
+
+
 def release_all():
     """Whatever happened, leave nothing of this campaign attached or mounted on this host."""
     for host in HOSTS:

@@ -90,6 +90,16 @@ def test_a_cell_is_pinned_to_its_host(slurm, tmp_path):
         assert not held(scratch) and not (tmp_path / "results/pinned/runs").exists()
 
 
+def test_a_loop_array_on_a_cluster_needs_hosts(slurm, tmp_path):
+    _, env = slurm
+    with private_scratch() as scratch:
+        config = small(scratch, "anywhere", "x") | {"hosts": []}
+        proc = run_campaign(tmp_path, config, "--profile", str(REPO / "profiles" / "slurm"), check=False, env=env)
+        said = proc.stdout + proc.stderr
+        assert proc.returncode != 0 and "config key 'hosts': value [] is not allowed with a cluster executor" in said
+        assert not held(scratch) and not (tmp_path / "results/anywhere/runs").exists()
+
+
 def test_a_cell_for_another_host_is_refused_locally(scratch, tmp_path):
     proc = run_campaign(tmp_path, small(scratch, "elsewhere", "no-such-node"), check=False)
     said = proc.stdout + proc.stderr
