@@ -36,6 +36,16 @@ def campaign(scratch, name, arrays, **extra):
             "io": {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": 1}} | extra  # fmt: skip
 
 
+def records(work: Path, name: str, target: str) -> list[Path]:
+    """The records of one target: results/<campaign>/runs/<host>/<array>/<target>/<test>/rep<r>/<op>.json."""
+    return sorted((work / "results" / name / "runs").glob(f"*/*/{target}/*/rep*/*.json"))
+
+
+def setup(record: Path) -> dict:
+    """What the measure step found or made on the array for that measurement."""
+    return json.loads(record.read_text())["setup"]
+
+
 def test_device_array_runs_end_to_end_and_stays_attached(scratch, disk, tmp_path):
     config = campaign(scratch, "dev", {"d": {"kind": "device", "device": disk}}, allow_destroy=[disk])
     config["io"]["block_sizes"] = ["1MiB", "4MiB"]  # a second cell finds ext4 mounted by the first: ours
@@ -43,7 +53,9 @@ def test_device_array_runs_end_to_end_and_stays_attached(scratch, disk, tmp_path
     df = pd.read_csv(tmp_path / "results/dev/measurements.csv")
     assert sorted(set(df.target)) == ["ext4", "raw"] and len(df) == 8
     assert disk in devices.loop_backing()  # not ours to detach
-    assert devices.mount_at(scratch / "c" / "dev" / "d" / "mnt") is None
+    mnt = scratch / "c" / "dev" / "d" / "mnt"  # where the measure steps mounted ext4, as their records say
+    assert {setup(r).get("mount", {}).get("mountpoint") for r in records(tmp_path, "dev", "ext4")} == {str(mnt)}
+    assert devices.mount_at(mnt) is None  # ...and unmounted again at the end
     prov = json.loads((tmp_path / "results/dev/provenance.json").read_text())
     assert prov["arrays"]["d"]["devices"][0]["device"] == disk
 
@@ -120,7 +132,11 @@ def test_path_array_runs_without_mkfs_or_mount(scratch, tmp_path):
         log = proc.stdout + proc.stderr
         assert "target=path" in log and "target=raw" not in log
         step_log = (tmp_path / "results/path/logs/measure/local/p/path/seq-1MiB-buffered-1s/rep1.log").read_text()
-        assert "mkfs" not in step_log and "mount" not in step_log
+        assert step_log.count("done: ") == 1 and "mkfs" not in step_log and "mount" not in step_log
+        path_records = records(tmp_path, "path", "path")  # the measure step made and mounted nothing
+        assert len(path_records) == 2 and all(setup(r)["kind"] == "path" for r in path_records)
+        assert not any({"filesystem", "mount"} & setup(r).keys() for r in path_records)
+        assert not list((tmp_path / "results/path/runs").glob("*/*/raw"))
         assert not held(scratch) and list(data.iterdir()) == []  # fsbench's subfolder is gone again
     finally:
         subprocess.run(["rm", "-rf", str(data)], check=False)
