@@ -9,7 +9,7 @@ from fsbench.guards import lock_device
 from fsbench.records import read_json
 from fsbench.sizes import format_size, parse_size
 from fsbench.config import ALL_HOSTS, LOCAL
-from fsbench.steps import array_dir, short_hostname
+from fsbench.steps import array_dir, workdirs_here
 
 try:
     CAMPAIGN = campaign_config.validate(config)
@@ -163,7 +163,6 @@ def final_outputs():
     ]
 
 
-THIS_HOST = short_hostname()
 HELD_LOCKS = []
 
 
@@ -191,13 +190,8 @@ def check_cluster_hosts():
 
 def release_all():
     """Whatever happened, leave nothing of this campaign attached or mounted on this host."""
-    for host in HOSTS:
-        if host in (
-            LOCAL,
-            THIS_HOST,
-        ):  # another node's loop devices are not ours to detach from here
-            for array in CAMPAIGN["arrays"]:
-                release(array_dir(CAMPAIGN["scratch"], NAME, array, host))
+    for folder in workdirs_here(CAMPAIGN):
+        release(folder)
 
 
 def records_upto(cell, k):

@@ -1,9 +1,12 @@
 """Campaign validation: every bad value is refused with its key, its value and what is allowed."""
 
+from pathlib import Path
+
 import pytest
 import yaml
 
 from fsbench.config import ConfigError, all_targets, cells, repeat_plan, targets, validate
+from fsbench.steps import short_hostname, workdirs_here
 
 from conftest import REPO
 
@@ -227,3 +230,12 @@ def test_examples_are_valid_up_to_devices_this_machine_lacks(example):
         lacking = ("an existing block device; this one does not exist", "an existing file: a dd log")
         assert any(text in str(e) for text in lacking), str(e)
         assert any(a["kind"] in ("device", "mdadm") for a in config["arrays"].values())
+
+
+def test_release_looks_only_at_this_hosts_folders(tmp_path):
+    here = short_hostname()
+    c = validate(GOOD | {"hosts": [here, "elsewhere"], "arrays": {"p": {"kind": "path", "path": str(tmp_path),
+                                                                         "all_hosts": True}}})  # fmt: skip
+    assert [d.name for d in workdirs_here(c)] == [f"p.{here}", f"p.all-{here}"]
+    assert {d.parent for d in workdirs_here(c)} == {Path(c["scratch"]) / c["campaign"]}
+    assert [d.name for d in workdirs_here(validate(GOOD))] == ["demo", f"demo.all-{here}"]

@@ -8,9 +8,9 @@ import sys
 
 import yaml
 
-from .config import LOCAL, ConfigError, hosts, validate
+from .config import ConfigError, validate
 from .devices import release
-from .steps import array_dir, short_hostname
+from .steps import short_hostname, workdirs_here
 
 
 def main(argv=None) -> int:
@@ -36,10 +36,8 @@ def main(argv=None) -> int:
         print(f"results/{config['campaign']}")
         return 0
     done = []
-    for host in hosts(config):
-        if host in (LOCAL, short_hostname()):  # another node's devices are released there
-            for array in config["arrays"]:
-                done += release(array_dir(config["scratch"], config["campaign"], array, host))
+    for workdir in workdirs_here(config):
+        done += release(workdir)
     print("\n".join(done) or "nothing to release")
     return 0
 

@@ -13,7 +13,7 @@ import socket
 from pathlib import Path
 
 from . import devices, engine, guards
-from .config import LOCAL
+from .config import ALL_HOSTS, LOCAL
 from .records import COLUMNS, flags_for, rate, write_json
 from .system import output, run
 
@@ -26,6 +26,14 @@ def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Pat
     the campaign names hosts, so that a scratch directory (or a path array) shared by several nodes never
     mixes their loop images or data."""
     return Path(scratch) / campaign / (array if host == LOCAL else f"{array}.{host}")
+
+
+def workdirs_here(config: dict) -> list[Path]:
+    """Every folder of the campaign that may hold something on this host: its arrays as measured from here,
+    and its share of all-hosts cells. Another node's folders are released on that node."""
+    here = short_hostname()
+    names = [h for h in config["hosts"] or [LOCAL] if h in (LOCAL, here)] + [f"{ALL_HOSTS}-{here}"]
+    return [array_dir(config["scratch"], config["campaign"], a, h) for h in names for a in config["arrays"]]
 
 
 def short_hostname() -> str:

@@ -23,7 +23,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
 def part_workdir(scratch: str, campaign: str, array: str, host: str) -> Path:
-    """Each host's own folder for the cell (and so its own data folder on the shared path)."""
+    """Each host's own folder for the cell (and so its own data folder on the shared path); see workdirs_here."""
     return steps.array_dir(scratch, campaign, array, f"{ALL_HOSTS}-{host}")
 
 
