@@ -35,6 +35,12 @@ rule aggregate:
             category="Tables",
         ),
         markdown=f"{RESULTS}/summary.md",
+        # summary.md's tables as a page: the report shows an .html item inline, a .csv only as a download.
+        html=report(
+            f"{RESULTS}/summary.html",
+            caption="../report/summary_html.rst",
+            category="Tables",
+        ),
     log:
         f"{RESULTS}/logs/aggregate.log",
     conda:

@@ -1,13 +1,14 @@
-"""measurements.csv, summary.csv and summary.md from every measurement record of the campaign.
+"""measurements.csv, summary.csv, summary.md and summary.html from every measurement record of the campaign.
 
 summary.csv holds this campaign's rows only; the baselines (baselines.csv, when the config has any)
-are summarized the same way and shown in their own section of summary.md.
+are summarized the same way and shown in their own section of summary.md and summary.html.
+summary.html holds the tables of summary.md as a page of its own: the report shows it inline.
 """
 
 import pandas as pd
 
 from fsbench.aggregate import measurements, with_stops
-from fsbench.stats import summarize, summarize_baselines, summary_markdown
+from fsbench.stats import summarize, summarize_baselines, summary_html, summary_markdown
 from fsbench.steplog import run_step
 
 
@@ -18,8 +19,11 @@ def aggregate(records, baselines, out, campaign):
     summary.to_csv(out.summary, index=False)
     earlier = pd.concat([pd.read_csv(p) for p in baselines], ignore_index=True) if baselines else None
     earlier_summary = summarize_baselines(earlier) if earlier is not None else None
+    title = f"fsbench campaign '{campaign}'"
     with open(out.markdown, "w") as f:
-        f.write(summary_markdown(summary, f"fsbench campaign '{campaign}'", earlier_summary))
+        f.write(summary_markdown(summary, title, earlier_summary))
+    with open(out.html, "w") as f:
+        f.write(summary_html(summary, title, earlier_summary))
     return {
         "rows": len(df),
         "summary_rows": len(summary),

@@ -157,6 +157,31 @@ class Browser:
             raise BrowserError(f"{expression[:200]}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def frames(self) -> list[dict]:
+        """Every frame of the page (the page itself first, then its iframes): id, url, parentId."""
+        found, todo = [], [self.send("Page.getFrameTree", session=True)["frameTree"]]
+        while todo:
+            node = todo.pop(0)
+            found.append(node["frame"])
+            todo += node.get("childFrames", [])
+        return found
+
+    def js_in_frame(self, frame_id: str, expression: str):
+        """The value of `expression` in the document of frame `frame_id`, also for a frame of another origin
+        (a data: URL): it runs in an isolated world of that frame, which sees the same DOM."""
+        context = self.send("Page.createIsolatedWorld", session=True, frameId=frame_id, worldName="fsbench-test")
+        result = self.send(
+            "Runtime.evaluate",
+            session=True,
+            expression=expression,
+            contextId=context["executionContextId"],
+            returnByValue=True,
+            awaitPromise=True,
+        )
+        if "exceptionDetails" in result:
+            raise BrowserError(f"{expression[:200]}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
     def wait_for(self, expression: str, timeout: float | None = None):
         """Poll `expression` until it is truthy; return its value."""
         deadline = time.monotonic() + (timeout or self.timeout)
@@ -166,6 +191,17 @@ class Browser:
                 return value
             if time.monotonic() > deadline:
                 raise BrowserError(f"timed out waiting for: {expression}")
+            self.pump(0.1)
+
+    def wait_for_value(self, probe, timeout: float | None = None):
+        """Call `probe()` until it returns something truthy; return that."""
+        deadline = time.monotonic() + (timeout or self.timeout)
+        while True:
+            value = probe()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise BrowserError(f"timed out waiting for {probe}")
             self.pump(0.1)
 
     def click(self, expression: str) -> None:

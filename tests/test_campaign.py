@@ -13,6 +13,7 @@ from browser import Browser, find_browser
 from PIL import Image
 
 from fsbench.records import COLUMNS
+from fsbench.stats import number
 
 from conftest import REPO, SNAKEMAKE, held, needs_root, private_scratch, run_campaign
 
@@ -101,6 +102,16 @@ def test_summary_plots_and_provenance(seed_run):
     assert (raw.efficiency_vs_raw == 1).all()
     md = (out / "summary.md").read_text()
     assert "ext3" in md and "xfs" in md and "MB/s" in md
+    # How each cell stopped, and the flags of its repetitions; summary.html: summary.md's tables as a page.
+    assert (summary.stopped == "fixed").all() and (summary.stop_reason == "fixed: io.repeats is 2").all()
+    assert "flags" in summary.columns
+    page = (out / "summary.html").read_text()
+    assert "How the cells stopped repeating: all alike, fixed (io.repeats is 2)." in md
+    assert "all alike, fixed (io.repeats is 2)" in page
+    for r in summary.itertuples():
+        assert f'<span class="median">{number(r.median)}</span>' in page, r
+        assert f"95% CI {number(r.ci95_low)}–{number(r.ci95_high)} · n=2" in page, r
+    assert "<h2>Baselines</h2>" in page and "<h3>3ware-2012</h3>" in page
     for name in ["throughput", "durable", "efficiency"]:
         for ext in ["png", "svg"]:
             assert (out / "plots" / f"{name}.{ext}").stat().st_size > 1000
@@ -142,7 +153,7 @@ def test_baselines_and_report(seed_run, seed_report):
     raw_write = base[(base.target == "raw") & (base.op == "write")].iloc[0]
     assert raw_write.bytes == 21474836480 and raw_write.seconds == 68.929 and raw_write.seconds_durable == 78.373
     html = seed_report.read_text()
-    for name in ("throughput.png", "durable.png", "efficiency.png", "summary.csv", "provenance.json"):
+    for name in ("throughput.png", "durable.png", "efficiency.png", "summary.csv", "summary.html", "provenance.json"):
         assert name in html
 
 
@@ -253,12 +264,55 @@ def test_report_shows_every_plot_in_a_real_browser(seed_run, seed_report, tmp_pa
             b.click(crumb("Plots"))
             b.wait_for("document.querySelectorAll('nav table tbody tr').length > 0")
 
-        # tables and provenance: listed with their caption, and the download is the file itself
+        # the summary: the eye button shows summary.html in the page, every median of summary.csv readable there
+        summary = pd.read_csv(out / "summary.csv")
+        tables = ["measurements.csv", "summary.csv", "summary.html"]
+        open_category(b, "Tables", [f"results/seed/{f}" for f in tables])
+        b.click(f"{ROW.format(path='results/seed/summary.html')}.querySelectorAll('a[type=button]')[0]")
+        frame = b.wait_for(
+            """(() => {
+                const f = [...document.querySelectorAll('#app iframe')]
+                    .find(f => f.src.includes(';filename=summary.html;'));
+                if (!f) return null;
+                const r = f.getBoundingClientRect();
+                const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+                return {src: f.src, box: [r.left, r.top, r.width, r.height], onTop: hit === f};
+            })()"""
+        )
+        assert data_uri_bytes(frame["src"], "summary.html") == (out / "summary.html").read_bytes()
+        assert frame["box"][2] >= 800 and frame["box"][3] >= 400 and frame["onTop"], f"summary not visible: {frame}"
+        frame_id = b.wait_for_value(
+            lambda: next(
+                (f["id"] for f in b.frames() if f.get("parentId") and "filename=summary.html" in f["url"]), None
+            )
+        )
+        shown = b.wait_for_value(
+            lambda: b.js_in_frame(
+                frame_id,
+                """document.readyState === 'complete' && document.querySelectorAll('table').length
+                   ? {text: document.body.innerText, tables: document.querySelectorAll('table').length,
+                      width: document.querySelector('table').getBoundingClientRect().width}
+                   : null""",
+            )
+        )
+        text = " ".join(shown["text"].split())
+        assert shown["tables"] >= 4 and shown["width"] > 300, shown["tables"]  # laid out, not raw markup
+        assert text.startswith("fsbench campaign 'seed'") and "<td" not in text
+        for r in summary.itertuples():  # the medians as a reader sees them, with their CI and n
+            assert f"{number(r.median)} MB/s 95% CI {number(r.ci95_low)}–{number(r.ci95_high)} · n=2" in text, r
+        assert "Raw" in text and "ext3" in text and "xfs" in text and "3ware-2012" in text
+        assert "all alike, fixed (io.repeats is 2)" in text
+        shutil.copy(b.screenshot(shots / "summary.png"), "/tmp/report-shot-summary.png")  # for a human to look at
+        assert read_caption(b, "results/seed/summary.html") == rst_text("summary_html")
+        b.click(crumb("Tables"))
+
+        # the other tables and provenance: listed with their caption, and the download is the file itself
         for category, files in {
             "Tables": {"measurements.csv": "measurements", "summary.csv": "summary"},
             "Provenance": {"provenance.json": "provenance"},
         }.items():
-            open_category(b, category, [f"results/seed/{f}" for f in files])
+            listed = tables if category == "Tables" else files
+            open_category(b, category, [f"results/seed/{f}" for f in listed])
             for filename, caption in files.items():
                 path = f"results/seed/{filename}"
                 href = b.js(f"{ROW.format(path=path)}.querySelector('a[type=button]').getAttribute('href')")

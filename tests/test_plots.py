@@ -1,8 +1,9 @@
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from fsbench.plots import _beside_baselines, plot_campaign
+from fsbench.plots import _beside_baselines, _efficiency, _throughput, plot_campaign
 from fsbench.records import COLUMNS
 from fsbench.stats import summarize, summarize_baselines
 
@@ -157,3 +158,101 @@ def test_baselines_figure_only_with_baselines_and_always_then(tmp_path):
     ]
     odd = seed_baseline().assign(op="")
     assert "baselines.png" in names(plot_campaign(m, summarize(m), tmp_path / "o", odd))
+
+
+# The throughput plot with few, noisy repeats; several hosts ----------------------------------------------------
+
+
+def noisy(reps=2, hosts=("h",)):
+    """Two repeats far apart: Student t with one degree of freedom (12.7) makes whiskers many times the bars."""
+    frames = []
+    for i, host in enumerate(hosts):
+        m = measurements(arrays=("demo",), targets=TODAY, reps=reps).assign(host=host)
+        m["mb_s"] *= np.random.default_rng(7 + i).uniform(0.5, 1.5, len(m))
+        frames.append(m)
+    return pd.concat(frames, ignore_index=True)
+
+
+def drawn(fig):
+    FigureCanvasAgg(fig).draw()
+    return fig.canvas.get_renderer()
+
+
+def marks(ax, marker):
+    return [line for line in ax.lines if line.get_marker() == marker]
+
+
+def test_throughput_axis_follows_bars_and_dots_and_cuts_far_whiskers_visibly():
+    m = noisy()
+    s = summarize(m)
+    assert s["ci95_high"].max() > 3 * s["mean"].max()  # the reviewer's case: whiskers far above every bar
+    fig = _throughput(m, s)
+    write, read = fig.axes[0], fig.axes[1]
+    top = write.get_ylim()[1]
+    assert read.get_ylim()[1] == top
+    assert max(s["mean"].max(), m["mb_s"].max()) <= top <= 1.15 * m["mb_s"].max()
+    for ax, op in ((write, "write"), (read, "read")):
+        cells = s[s["op"] == op]
+        above, below = cells[cells["ci95_high"] > top], cells[cells["ci95_low"] < 0]
+        assert len(above) > 0 and len(marks(ax, "^")) == len(above) and len(marks(ax, "v")) == len(below)
+        assert len(marks(ax, "_")) == 2 * len(cells) - len(above) - len(below)  # a cap at every end within the axis
+        # Each cut whisker says where it ends, above the axis; every one is drawn up to the edge, no further.
+        texts = [t.get_text() for t in ax.texts]
+        assert all(f"{v:.0f}" in texts for v in above["ci95_high"])
+        whiskers = [line for line in ax.lines if len(line.get_ydata()) == 2]
+        assert len(whiskers) == len(cells) and all(max(w.get_ydata()) <= top for w in whiskers)
+        assert all(min(w.get_ydata()) >= 0 for w in whiskers)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "CI goes on past the axis (▲ end written above)" in legend
+    assert {"block size 1MiB", "block size 4MiB", "a repetition", "95% CI of the mean"} <= set(legend)
+
+
+def test_throughput_keeps_whiskers_that_reach_little_further():
+    m = measurements(arrays=("demo",), targets=TODAY, reps=3)  # 2% noise: short whiskers
+    s = summarize(m)
+    fig = _throughput(m, s)
+    assert fig.axes[0].get_ylim()[1] >= s["ci95_high"].max()
+    assert not marks(fig.axes[0], "^") and not marks(fig.axes[0], "v")
+    assert not any("past the axis" in t.get_text() for t in fig.legends[0].get_texts())
+
+
+@pytest.mark.parametrize("block_sizes", [(MiB, 4 * MiB), (MiB, 4 * MiB, 16 * MiB, 64 * MiB)])
+def test_throughput_value_labels_collide_with_nothing(block_sizes):
+    m = noisy() if len(block_sizes) == 2 else measurements(arrays=("d",), targets=TODAY, block_sizes=block_sizes)
+    s = summarize(m)
+    fig = _throughput(m, s)
+    renderer = drawn(fig)
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        values = [t for t in ax.texts if t.get_text() in {f"{v:.0f}" for v in s["mean"]} and t.xy[1] == 0]
+        assert len(values) == len(s) // 2
+        extents = [t.get_window_extent(renderer) for t in values]
+        # Under the axis, so clear of the bars' dots and whiskers, and of each other...
+        assert all(e.y1 <= box.y0 for e in extents)
+        assert not any(a.overlaps(b) for i, a in enumerate(extents) for b in extents[i + 1 :])
+        # ...and above the target names.
+        names = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+        assert max(n.y1 for n in names) <= min(e.y0 for e in extents)
+        # The ends of cut whiskers, written above the axis, stay clear of the title.
+        title = ax.title.get_window_extent(renderer)
+        ends = [t.get_window_extent(renderer) for t in ax.texts if t not in values]
+        assert all(e.y0 >= box.y1 and not e.overlaps(title) for e in ends)
+
+
+def test_several_hosts_get_their_own_panels_and_dots():
+    m = noisy(hosts=("node1", "node2"))
+    s = summarize(m)
+    fig = _throughput(m, s)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["node1 / demo — write", "node1 / demo — read", "node2 / demo — write", "node2 / demo — read"]
+    for ax, (host, op) in zip(fig.axes, [(h, o) for h in ("node1", "node2") for o in ("write", "read")], strict=True):
+        dots = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections])
+        mine = m[(m["host"] == host) & (m["op"] == op)]["mb_s"]
+        assert sorted(np.round(dots, 6)) == sorted(np.round(mine, 6))  # that host's repetitions, no other's
+    assert [ax.get_title() for ax in _efficiency(s).axes][:2] == ["node1 / demo — write", "node1 / demo — read"]
+    # One host: titles as before, no host in them.
+    assert [ax.get_title() for ax in _throughput(noisy(), summarize(noisy())).axes] == ["demo — write", "demo — read"]
+    # Beside baselines: each host of the campaign its own colour.
+    fig = _beside_baselines(s, summarize_baselines(seed_baseline()))
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "c / node1 / demo, bs 1MiB" not in legend and "c / node2 / demo (this campaign), bs 4MiB" in legend

@@ -7,11 +7,14 @@ import pytest
 from fsbench.records import COLUMNS
 from fsbench.stats import (
     SUMMARY_COLUMNS,
+    cell_flags,
     flag_above_raw,
+    number,
     relative_ci,
     repeat_decision,
     summarize,
     summarize_baselines,
+    summary_html,
     summary_markdown,
 )
 
@@ -287,3 +290,102 @@ def test_a_quiet_cell_stops_at_target_ci_a_noisy_one_asks_for_more_until_max():
 def test_a_zero_rate_never_meets_the_target():
     d = repeat_decision(rows([0, 0, 0], [500, 500, 500]), PLAN)
     assert d["more"]
+
+
+# Flags, how cells stopped, several hosts, and summary.html ------------------------------------------------------
+
+
+def test_cell_flags_say_each_flag_once_and_how_many_repetitions_carry_it():
+    assert cell_flags(["short", "short;cached", "short"]) == "short;cached (1 of 3)"
+    assert cell_flags(["", np.nan, "above-raw"]) == "above-raw (1 of 3)"
+    assert cell_flags(["", np.nan]) == "" and cell_flags(["short-transfer"]) == "short-transfer"
+    m = frame([row(mb_s=v, rep=i + 1, flags=f) for i, (v, f) in enumerate([(1.0, "short"), (2.0, "short;cached")])])
+    m = pd.concat([m, frame([row("ext4", mb_s=5.0)])], ignore_index=True)
+    s = summarize(m)
+    assert one(s, target="raw")["flags"] == "short;cached (1 of 2)" and one(s, target="ext4")["flags"] == ""
+
+
+def flagged_and_stopped():
+    """small_campaign() with a few flags, and the stop columns aggregate adds (fsbench.aggregate.with_stops)."""
+    m = small_campaign()
+    first = m.index[(m["target"] == "raw") & (m["op"] == "write") & (m["block_size"] == MiB)][0]
+    m.loc[first, "flags"] = "short"
+    m.loc[(m["target"] == "xfs") & (m["op"] == "read"), "flags"] = "above-raw"
+    return m, summarize(m).assign(stopped="fixed", stop_reason="fixed: io.repeats is 3")
+
+
+def test_summary_markdown_shows_flags_and_how_cells_stopped():
+    _, summary = flagged_and_stopped()
+    lines = summary_markdown(summary, "t").splitlines()
+    raw = next(x for x in lines if x.startswith("| Raw |"))
+    assert raw.split(" | ")[1].endswith("n=3, flagged short (1 of 3)")
+    xfs = next(x for x in lines if x.startswith("| xfs |"))
+    assert xfs.count("flagged above-raw") == 2 and "flagged" not in xfs.split(" | ")[1]
+    assert any(x.startswith("Flags, where") and "above-raw: a filesystem faster" in x for x in lines)
+    # Every cell stopped alike: said once, not in every cell.
+    assert "How the cells stopped repeating: all alike, fixed (io.repeats is 3)." in lines
+    assert not any("stopped:" in x for x in lines)
+
+
+def test_summary_markdown_adaptive_stops_per_cell():
+    _, summary = flagged_and_stopped()
+    reasons = {
+        "raw": ("target_ci", "target_ci: the widest 95% CI is 2.1% of the median (read.mb_s) after 3 repeats"),
+        "ext3": ("max", "max: 8 repeats, the widest 95% CI is still 9.0% of the median (write.mb_s)"),
+        "xfs": ("target_ci", "target_ci: the widest 95% CI is 4.0% of the median (write.mb_s) after 5 repeats"),
+    }
+    summary["stopped"] = summary["target"].map(lambda t: reasons[t][0])
+    summary["stop_reason"] = summary["target"].map(lambda t: reasons[t][1])
+    lines = summary_markdown(summary, "t").splitlines()
+    assert next(x for x in lines if x.startswith("| ext3 |")).count(", stopped: max") == 4
+    assert "How the cells stopped repeating (a cell's write and read repeat together):" in lines
+    after = lines[lines.index("How the cells stopped repeating (a cell's write and read repeat together):") :]
+    assert after[2] == "| target | 1MiB | 4MiB |"
+    assert f"| ext3 | {reasons['ext3'][1]} | {reasons['ext3'][1]} |" in after
+
+
+def test_several_hosts_are_told_apart_one_host_is_not_named():
+    m = small_campaign()
+    two = pd.concat([m.assign(host="node1"), m.assign(host="node2", mb_s=m["mb_s"] / 2)], ignore_index=True)
+    s = summarize(two)
+    assert len(s) == 2 * len(summarize(m))
+    text = summary_markdown(s, "t")
+    headings = [x for x in text.splitlines() if x.startswith("## ")]
+    assert headings == ["## node1 / loop", "## node2 / loop"]
+    lines = text.splitlines()
+    second = lines[lines.index("## node2 / loop") :]
+    assert next(x for x in second if x.startswith("| Raw |")).startswith("| Raw | 950 MB/s")
+    assert [x for x in summary_markdown(summarize(m), "t").splitlines() if x.startswith("## ")] == ["## loop"]
+    # A baseline from an earlier multi-host measurements.csv: one heading per host.
+    earlier = summarize_baselines(two.assign(campaign="last-run"))
+    text = summary_markdown(summarize(m), "t", earlier)
+    assert [x for x in text.splitlines() if x.startswith("### ")] == ["### last-run / node1 / loop",
+                                                                      "### last-run / node2 / loop"]  # fmt: skip
+    assert "node2" in summary_html(s, "t")
+
+
+def test_summary_html_holds_the_tables_of_summary_md():
+    m, summary = flagged_and_stopped()
+    page = summary_html(summary, "fsbench campaign 'today'", summarize_baselines(seed_baseline()))
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "<title>fsbench campaign &#x27;today&#x27;</title>" in page
+    # Self-contained: no script, nothing fetched.
+    assert "<script" not in page and "src=" not in page and "http" not in page
+    assert page.count("<table>") == 4  # the campaign's medians, then durable and vs raw; the baseline's two
+    assert "<h2>loop</h2>" in page and "<h2>Baselines</h2>" in page and "<h3>3ware-2012</h3>" in page
+    # Every median of summary.csv, with its CI and n, as the reader sees it.
+    for _, r in summary.iterrows():
+        assert f'<span class="median">{number(r["median"])}</span>' in page
+        assert f"95% CI {number(r['ci95_low'])}–{number(r['ci95_high'])} · n=3" in page
+    assert '<span class="median">312</span>' in page and "n=1, no CI" in page  # the seed's raw write
+    assert ">short (1 of 3)</span>" in page and page.count(">above-raw</span>") == 2
+    assert "<td>44%</td>" in page and "<td>274 MB/s</td>" in page  # vs raw and durable, from the baseline
+    assert "all alike, fixed (io.repeats is 3)" in page
+    assert "<code>sync; time dd … &amp;&amp; sync</code>" in page
+
+
+def test_summary_html_escapes_names():
+    odd = seed_baseline("<b>pasted & co</b>")
+    page = summary_html(summarize(frame([])), "t", summarize_baselines(odd))
+    assert "<b>pasted" not in page and "&lt;b&gt;pasted &amp; co&lt;/b&gt;" in page
+    assert "No measurements." in page

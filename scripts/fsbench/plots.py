@@ -16,17 +16,30 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
 from .sizes import format_size  # noqa: E402
-from .stats import TEST, baseline_name, sort_rows, summarize_baselines, test_label, varying  # noqa: E402
+from .stats import (  # noqa: E402
+    TEST,
+    baseline_parts,
+    places,
+    several,
+    sort_rows,
+    summarize_baselines,
+    test_label,
+    varying,
+)
 
 DPI = 110
 OPS = ["write", "read"]
 MBS = "MB/s = 10^6 B/s as dd prints"
 # Above this many bars in a panel, value labels would overlap each other.
 MAX_LABELLED_BARS = 24
+# The y axis follows the bars and dots; whiskers reaching further than this times their top are cut at the
+# top of the axis (and marked), rather than flattening every bar.
+WHISKER_ROOM = 1.35
 
 
 def _style():
@@ -45,12 +58,18 @@ def _bytes(values: pd.Series) -> str:
 
 
 def _panels(summary: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """One row of panels per campaign/array, in summary order."""
-    several = summary["campaign"].nunique(dropna=False) > 1
-    return [
-        (f"{campaign} / {array}" if several else str(array), part)
-        for (campaign, array), part in summary.groupby(["campaign", "array"], sort=False, dropna=False)
-    ]
+    """One row of panels per campaign/host/array, in summary order; named by the array, with the campaign
+    and the host where there are several."""
+    return places(summary)
+
+
+def _rows_of(frame: pd.DataFrame, part: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `frame` from the same campaign, host and array as the summary rows `part`."""
+    mask = np.ones(len(frame), bool)
+    for c in ("campaign", "host", "array"):
+        if c in frame and c in part:
+            mask &= (frame[c].astype(str) == str(part[c].iloc[0])).to_numpy()
+    return frame[mask]
 
 
 def _hues(summary: pd.DataFrame) -> tuple[list, dict]:
@@ -89,7 +108,18 @@ def _label(ax, x, y, text, n_bars, inside=True):
 def _legend(fig, labels, colours, title, extra=(), prefix=""):
     handles = [Patch(facecolor=colours[h], label=prefix + h) for h in labels] + list(extra)
     # Below the panels: above them it collides with the suptitle, inside them with the bars.
-    fig.legend(handles=handles, title=title, loc="outside lower center", ncol=min(len(handles), 4), frameon=False)
+    fig.legend(handles=handles, title=title, loc="outside lower center", ncol=_columns(fig, handles), frameon=False)
+
+
+def _columns(fig, handles, most=4) -> int:
+    """As many legend columns (up to `most`) as fit the figure's width. Matplotlib fills them top to bottom;
+    a column is as wide as its widest entry: its marker and spacing, about 1 in, and 0.085 in per character."""
+    widths = [1.0 + 0.085 * len(h.get_label()) for h in handles]
+    for ncol in range(min(most, len(handles)), 1, -1):
+        rows = -(-len(handles) // ncol)
+        if sum(max(widths[i : i + rows]) for i in range(0, len(handles), rows)) <= fig.get_size_inches()[0]:
+            return ncol
+    return 1
 
 
 def _figure(n_rows: int, n_cols: int, n_targets: int, n_bars: int) -> tuple[Figure, np.ndarray]:
@@ -104,6 +134,38 @@ def _targets(part: pd.DataFrame) -> list:
     return list(dict.fromkeys(part["target"]))
 
 
+def _axis_top(bars_and_dots, whisker_ends) -> float:
+    """The top of a throughput axis: set by the bars and dots (with room above them); the whiskers count only
+    while they reach no further than WHISKER_ROOM times that. Longer whiskers are cut at the top (_whisker)."""
+    data = np.nanmax(np.append(np.asarray(bars_and_dots, dtype=float), 0.0))
+    reach = np.nanmax(np.append(np.asarray(whisker_ends, dtype=float), 0.0))
+    top = max(data, reach) if reach <= data * WHISKER_ROOM else data
+    return float(top * 1.08) if np.isfinite(top) and top > 0 else 1.0
+
+
+def _whisker(ax, x, low, high, top) -> bool:
+    """A 95% CI from `low` to `high` on bar `x`. An end beyond the axis (above `top`, below 0) is drawn to the
+    axis edge and ends in an arrow head instead of a cap; above the top, the value it reaches is written over
+    the arrow, outside the axes. Returns whether an end was cut."""
+    y0, y1 = max(low, 0.0), min(high, top)
+    ax.plot([x, x], [y0, y1], color="black", linewidth=1.4, zorder=2.5, solid_capstyle="butt")
+    for y, cut, marker in ((y1, high > top, "^"), (y0, low < 0, "v")):
+        if cut:
+            ax.plot(x, y, marker=marker, markersize=7, color="black", clip_on=False, zorder=4)
+        else:
+            ax.plot(x, y, marker="_", markersize=9, markeredgewidth=1.4, color="black", zorder=2.5)
+    if high > top:
+        ax.annotate(f"{high:.0f}", xy=(x, top), xytext=(0, 5), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=7.5, color="#333333", annotation_clip=False)  # fmt: skip
+    return high > top or low < 0
+
+
+def _value_below(ax, x, text, size, rotate) -> None:
+    """A bar's value under the axis, beneath the bar: clear of the dots and whiskers drawn on the bar."""
+    ax.annotate(text, xy=(x, 0), xycoords=ax.get_xaxis_transform(), xytext=(0, -7), textcoords="offset points",
+                ha="center", va="top", rotation=90 if rotate else 0, fontsize=size)  # fmt: skip
+
+
 def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     labels, colours = _hues(summary)
     vary = varying(summary)
@@ -112,33 +174,45 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     panels = _panels(summary)
     n_targets = max(len(_targets(p)) for _, p in panels)
     fig, axes = _figure(len(panels), 2, n_targets, n_targets * len(labels))
-    ymax = max(summary[["mean", "ci95_high"]].max().max(), reps["mb_s"].max() if len(reps) else 0) * 1.08
+    # One scale for every panel, so bars compare across them.
+    ymax = _axis_top(
+        np.concatenate([summary["mean"].to_numpy(float), reps["mb_s"].to_numpy(float) if len(reps) else []]),
+        summary["ci95_high"].to_numpy(float),
+    )
+    # Values stand upright under a bar only where the widest fits across it.
+    panel_inches = fig.get_size_inches()[0] / 2 - 0.9
+    size = 10 if n_targets * len(labels) <= 8 else 9
+    digits = max((len(f"{v:.0f}") for v in summary["mean"].dropna()), default=1)
+    # Whiskers cut at the top have their end written above the axes: the titles make room for it.
+    cut = bool((summary["ci95_high"] > ymax).any())
     for row, (name, part) in enumerate(panels):
         targets = _targets(part)
         hues = [h for h in labels if h in set(part["hue"])]
         at, width = _positions(len(hues))
-        campaign, array = part["campaign"].iloc[0], part["array"].iloc[0]
-        dots = reps[(reps["campaign"] == campaign) & (reps["array"] == array)]
+        dots = _rows_of(reps, part)
+        bar_inches = panel_inches / (len(targets) + 0.2) * width
+        rotate = digits * 0.62 * size / 72 > bar_inches * 0.95
         for ax, op in zip(axes[row], OPS, strict=True):
-            ax.set_ylim(0, ymax if np.isfinite(ymax) and ymax > 0 else 1)
+            ax.set_ylim(0, ymax)
             cells = part[part["op"] == op]
             n_bars = len(cells)
             for _, c in cells.iterrows():
                 x = at(targets.index(c["target"]), hues.index(c["hue"]))
                 ax.bar(x, c["mean"], width * 0.92, color=colours[c["hue"]])
                 if pd.notna(c["ci95_low"]):
-                    err = [[c["mean"] - c["ci95_low"]], [c["ci95_high"] - c["mean"]]]
-                    ax.errorbar(x, c["mean"], yerr=err, fmt="none", ecolor="black", elinewidth=1.4, capsize=4)
+                    cut |= _whisker(ax, x, c["ci95_low"], c["ci95_high"], ymax)
                 mine = dots[(dots["target"] == c["target"]) & (dots["op"] == op) & (dots["hue"] == c["hue"])]
                 ys = mine["mb_s"].dropna().to_numpy()
                 # Spread the dots a little across the bar so equal values stay visible.
                 xs = x + np.linspace(-0.22, 0.22, len(ys)) * width if len(ys) > 1 else np.full(len(ys), x)
-                ax.scatter(xs, ys, s=22, color="black", edgecolor="white", linewidth=0.6, zorder=3)
+                ax.scatter(xs, ys, s=22, color="black", edgecolor="white", linewidth=0.6, zorder=3, clip_on=False)
                 if n_bars <= MAX_LABELLED_BARS and pd.notna(c["mean"]):
-                    _label(ax, x, c["mean"], f"{c['mean']:.0f}", n_bars)
+                    _value_below(ax, x, f"{c['mean']:.0f}", size, rotate)
             ax.set_xticks(range(len(targets)), targets)
+            # The target names below the row of values.
+            ax.tick_params(axis="x", pad=10 + (digits * 0.62 * size if rotate else 1.25 * size))
             ax.set_xlim(-0.6, len(targets) - 0.4)
-            ax.set_title(f"{name} — {op}")
+            ax.set_title(f"{name} — {op}", pad=18 if cut else 6)
             ax.set_ylabel("MB/s" if op == "write" else "")
             ax.set_xlabel("")
             if cells.empty:
@@ -147,12 +221,23 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     moved = _bytes(measurements["bytes"]) if len(measurements) else "?"
     engines = ", ".join(map(str, pd.unique(measurements["engine"].dropna()))) if len(measurements) else "?"
     fig.suptitle(
-        f"Throughput: {moved} per measurement, engine {engines}\n"
-        + ("bar = mean, whisker = 95% CI (Student t), dot = each repetition" if several else "one repetition, no CI")
-        + f" · {MBS}",
+        f"Throughput: {moved} per measurement, engine {engines} · {MBS}\n"
+        + (
+            "bar = mean (value below it), whisker = 95% CI (Student t), dot = each repetition"
+            if several
+            else "one repetition, no CI (value below each bar)"
+        ),
         fontsize=13,
     )
-    _legend(fig, labels, colours, _hue_title(summary))
+    marks = [Line2D([], [], linestyle="none", marker="o", markersize=6, color="black", markeredgecolor="white",
+                    label="a repetition")] if several else []  # fmt: skip
+    if several:
+        marks.append(Line2D([], [], color="black", linewidth=1.4, marker="_", markersize=9, markeredgewidth=1.4,
+                            label="95% CI of the mean"))  # fmt: skip
+    if cut:
+        marks.append(Line2D([], [], linestyle="none", marker="^", markersize=7, color="black",
+                            label="CI goes on past the axis (▲ end written above)"))  # fmt: skip
+    _legend(fig, labels, colours, None, marks, prefix=_hue_title(summary) + " ")
     return fig
 
 
@@ -243,15 +328,14 @@ def _shade(colour, j: int, n: int):
 
 
 def _sources(summary: pd.DataFrame, earlier: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """(legend name, summary rows) per campaign array, then per baseline (array), in their own order."""
+    """(legend name, summary rows) per campaign (host) array, then per baseline (host, array), in their own
+    order; a host is named where there are several."""
     sources = []
-    several = summary["campaign"].nunique(dropna=False) > 1
-    for (campaign, array), part in summary.groupby(["campaign", "array"], sort=False, dropna=False):
-        sources.append((f"{campaign} / {array}" + ("" if several else " (this campaign)"), part))
-    for name, rows in earlier.groupby("campaign", sort=False, dropna=False):
-        several_arrays = rows["array"].nunique(dropna=False) > 1
-        for array, part in rows.groupby("array", sort=False, dropna=False):
-            sources.append((f"{baseline_name(name, array, several_arrays)} (baseline)", part))
+    several_campaigns = several(summary, "campaign")
+    by = ["campaign", "host", "array"] if several(summary, "host") else ["campaign", "array"]
+    for key, part in summary.groupby(by, sort=False, dropna=False):
+        sources.append((" / ".join(map(str, key)) + ("" if several_campaigns else " (this campaign)"), part))
+    sources += [(f"{name} (baseline)", part) for name, part in baseline_parts(earlier)]
     return sources
 
 

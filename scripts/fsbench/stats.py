@@ -1,8 +1,12 @@
-"""Statistics over measurements.csv: per-cell summaries, efficiency vs raw, the above-raw flag, summary.md.
+"""Statistics over measurements.csv: per-cell summaries, efficiency vs raw, the above-raw flag, and the
+summary as a reader sees it: summary.md and summary.html (the same tables, the HTML shown in the report).
 
 Throughput statistics are on mb_s (what dd prints); the durable columns come from mb_s_durable.
 Everything here is pure: frames in, new frames or text out.
 """
+
+import html
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -16,7 +20,8 @@ KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]
 # Raw and filesystem rows are compared within this cell (raw has its own target and fs_type).
 CELL = ["campaign", "host", "array", "op", *TEST]
 STATS = ["n", "median", "mean", "stdev", "ci95_low", "ci95_high", "cv", "efficiency_vs_raw"]
-SUMMARY_COLUMNS = [*KEYS, *STATS, "median_durable", "mean_durable"]
+# flags: every flag any repetition of the cell carries, `;`-separated, "(k of m)" where not all carry it.
+SUMMARY_COLUMNS = [*KEYS, *STATS, "median_durable", "mean_durable", "flags"]
 
 LEGEND = (
     "MB/s = 10^6 bytes/s, as dd prints it. Each cell: median of n repetitions, "
@@ -76,6 +81,22 @@ def test_label(row, vary=()) -> str:
     return " ".join(parts)
 
 
+def split_flags(flags) -> list[str]:
+    """'short;cached' -> ['short', 'cached']; empty, NaN (an empty CSV cell) -> []."""
+    return [f.strip() for f in str(flags).split(";") if f.strip()] if pd.notna(flags) else []
+
+
+def cell_flags(values) -> str:
+    """The flags of a cell's repetitions as one value: each flag once, in order of first appearance,
+    with "(k of m)" when only k of the m repetitions carry it: 'short;cached (1 of 3)'."""
+    values = list(values)
+    counts: dict[str, int] = {}
+    for flags in values:
+        for flag in dict.fromkeys(split_flags(flags)):
+            counts[flag] = counts.get(flag, 0) + 1
+    return ";".join(f if k == len(values) else f"{f} ({k} of {len(values)})" for f, k in counts.items())
+
+
 def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     """One row per campaign × array × target × fs_type × op × test, with SUMMARY_COLUMNS."""
     if measurements.empty:
@@ -83,6 +104,7 @@ def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     groups = measurements.groupby(KEYS, sort=False, dropna=False)
     out = groups["mb_s"].agg(n="count", median="median", mean="mean", stdev="std")
     out[["median_durable", "mean_durable"]] = groups["mb_s_durable"].agg(["median", "mean"]).to_numpy()
+    out["flags"] = groups["flags"].agg(cell_flags).to_numpy() if "flags" in measurements else ""
     out = out.reset_index()
 
     n = out["n"].to_numpy(dtype=float)
@@ -167,25 +189,67 @@ def flag_above_raw(measurements: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _num(value) -> str:
+def number(value) -> str:
     """Few enough digits to read at a glance, as many as small rates need."""
     if pd.isna(value):
         return "–"
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
 
 
-def _cell(row) -> str:
-    if pd.isna(row["median"]):
-        return "–"
-    ci = f" [{_num(row['ci95_low'])}–{_num(row['ci95_high'])}]" if pd.notna(row["ci95_low"]) else ""
-    return f"{_num(row['median'])} MB/s{ci} n={row['n']}"
+# What each flag of measurements.csv says about a figure (README "How to read it").
+FLAG_MEANING = {
+    "short": "the figure took under a second: start-up and caches dominate, use a larger io.size",
+    "cached": "the read began with more than 2% of its file in the page cache",
+    "above-raw": "a filesystem faster than the bare device under it: a cache is in the way",
+    "short-transfer": "fewer bytes moved than asked",
+}
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    def line(cells):
-        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+# The summary as blocks, rendered once as Markdown (summary.md) and once as HTML (summary.html).
+@dataclass
+class Heading:
+    level: int
+    text: str
 
-    return [line(header), "|" + "|".join([" --- "] + [" ---: "] * (len(header) - 1)) + "|", *map(line, rows)]
+
+@dataclass
+class Para:
+    text: str
+
+
+@dataclass
+class Rate:
+    """A cell of the main table: the median with its CI and n, the cell's flags, and how it stopped repeating
+    (only where cells stopped for different reasons)."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+    flags: list[str] = field(default_factory=list)
+    stopped: str = ""
+
+    def ci(self) -> str:
+        return f"[{number(self.low)}–{number(self.high)}]" if pd.notna(self.low) else ""
+
+    def text(self) -> str:
+        if pd.isna(self.median):
+            return "–"
+        out = " ".join(filter(None, [f"{number(self.median)} MB/s", self.ci(), f"n={self.n}"]))
+        if self.flags:
+            out += ", flagged " + ", ".join(self.flags)
+        return out + (f", stopped: {self.stopped}" if self.stopped else "")
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list]  # the first cell names the row; the others are text or a Rate
+    prose: bool = False  # cells of words (left-aligned), not figures
+
+
+def _rate(row, stopped="") -> Rate:
+    return Rate(row["median"], row["ci95_low"], row["ci95_high"], row["n"], split_flags(row.get("flags")), stopped)
 
 
 def _target_name(target, fs_type) -> str:
@@ -200,9 +264,36 @@ def _op_name(op) -> str:
     return "op?" if pd.isna(op) or str(op).strip() == "" else str(op)  # a dd log that says neither write nor read
 
 
-def _array_tables(part: pd.DataFrame) -> list[str]:
-    """The tables of one campaign/array (or baseline): medians with CI, then durable writes and share of raw."""
-    lines = []
+def _stops(part: pd.DataFrame, vary) -> tuple[dict, list]:
+    """How the cells of one array stopped repeating: (the `stopped` word to show in each cell, keyed like the
+    cells, empty where all cells stopped alike; the blocks that say why)."""
+    if "stop_reason" not in part or part["stop_reason"].isna().all():
+        return {}, []
+    stopped = part["stopped"] if "stopped" in part else pd.Series("", index=part.index)
+    mark = {}
+    if stopped.nunique(dropna=False) > 1:
+        mark = {(r["target"], r["op"], *r[TEST]): str(r["stopped"]) for _, r in part.iterrows()}
+    if part["stop_reason"].nunique(dropna=False) == 1:
+        word, _, detail = str(part["stop_reason"].iloc[0]).partition(": ")
+        said = f"{word} ({detail})" if detail else word
+        return mark, [Para(f"How the cells stopped repeating: all alike, {said}.")]
+    # Write and read of a cell repeat together: one reason per target and test.
+    tests = sort_rows(part[TEST].drop_duplicates(), TEST)
+    columns = [(tuple(r[TEST]), test_label(r, vary)) for _, r in tests.iterrows()]
+    reasons: dict[str, dict] = {}
+    for _, r in part.iterrows():
+        reasons.setdefault(_target_name(r["target"], r["fs_type"]), {})[tuple(r[TEST])] = r["stop_reason"]
+    rows = [[name, *(str(cells.get(k, "–")) for k, _ in columns)] for name, cells in reasons.items()]
+    return mark, [
+        Para("How the cells stopped repeating (a cell's write and read repeat together):"),
+        Table(["target", *(label for _, label in columns)], rows, prose=True),
+    ]
+
+
+def _array_tables(part: pd.DataFrame) -> list:
+    """The tables of one campaign/host/array (or baseline): medians with CI, then durable writes and share of
+    raw, then how the cells stopped repeating."""
+    blocks: list = []
     vary = varying(part)
     tests = sort_rows(part[["op", *TEST]].drop_duplicates(), [*TEST, "op"])
     # A column is one (op, test); its key finds the cell of each target.
@@ -215,13 +306,17 @@ def _array_tables(part: pd.DataFrame) -> list[str]:
             "direct": "O_DIRECT" if _truthy(first["direct"]) else "buffered",
             "streams": f"{first['streams']} stream" + ("" if str(first["streams"]) == "1" else "s"),
         }
-        lines += ["All tests: " + ", ".join(said[c] for c in fixed) + ".", ""]
+        blocks.append(Para("All tests: " + ", ".join(said[c] for c in fixed) + "."))
 
+    mark, stops = _stops(part, vary)
     by_target: dict[str, dict] = {}
     for _, r in part.iterrows():
         by_target.setdefault(_target_name(r["target"], r["fs_type"]), {})[(r["op"], *r[TEST])] = r
-    rows = [[name, *(_cell(cells[k]) if k in cells else "–" for k, _ in columns)] for name, cells in by_target.items()]
-    lines += _table(["target", *(label for _, label in columns)], rows) + [""]
+    rows = [
+        [name, *(_rate(cells[k], mark.get((cells[k]["target"], *k), "")) if k in cells else "–" for k, _ in columns)]
+        for name, cells in by_target.items()
+    ]
+    blocks.append(Table(["target", *(label for _, label in columns)], rows))
 
     # The seed's `real` line: what a user waits for, including the flush.
     durable = [c for c in columns if c[0][0] == "write"] if part["median_durable"].notna().any() else []
@@ -237,46 +332,206 @@ def _array_tables(part: pd.DataFrame) -> list[str]:
             rate = [cells[k]["median_durable"] if k in cells else np.nan for k, _ in durable]
             share = [cells[k]["efficiency_vs_raw"] if k in cells else np.nan for k, _ in ratio]
             rows.append(
-                [name, *(f"{_num(v)} MB/s" if pd.notna(v) else "–" for v in rate)]
+                [name, *(f"{number(v)} MB/s" if pd.notna(v) else "–" for v in rate)]
                 + [f"{v:.0%}" if pd.notna(v) else "–" for v in share]
             )
-        lines += ["Durable write rate (median, including flush) and median as a share of raw:", ""]
-        lines += _table(header, rows) + [""]
-    return lines
+        blocks += [Para("Durable write rate (median, including flush) and median as a share of raw:")]
+        blocks += [Table(header, rows)]
+    return blocks + stops
 
 
-def baseline_name(name, array, several_arrays: bool) -> str:
-    """A baseline as a reader knows it: its config name, plus the array where that adds anything."""
+def several(frame: pd.DataFrame, column: str) -> bool:
+    return column in frame and frame[column].nunique(dropna=False) > 1
+
+
+def place_name(keys: dict, frame: pd.DataFrame) -> str:
+    """'array', or 'campaign / host / array' with each part that tells sections of `frame` apart."""
+    parts = [keys[c] for c in ("campaign", "host") if c in keys and several(frame, c)]
+    return " / ".join(str(p) for p in [*parts, keys["array"]])
+
+
+def places(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(name, rows) per campaign, host and array in `frame`, in its order; the host is named only when there
+    is more than one."""
+    by = [c for c in ("campaign", "host", "array") if c in frame]
+    return [
+        (place_name(dict(zip(by, key, strict=True)), frame), part)
+        for key, part in frame.groupby(by, sort=False, dropna=False)
+    ]
+
+
+def baseline_name(name, array, several_arrays: bool, host=None) -> str:
+    """A baseline as a reader knows it: its config name, plus the host (given where it has several) and the
+    array where that adds anything."""
+    if host is not None:
+        return f"{name} / {host} / {array}"
     return f"{name} / {array}" if several_arrays or str(array) != str(name) else str(name)
 
 
-def summary_markdown(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None) -> str:
-    """summary.md: per array, the medians with their CI, then durable write rates and efficiency vs raw.
+def baseline_parts(rows: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(name, rows) per baseline, and within one per host (where it has several) and array."""
+    out = []
+    for name, part in rows.groupby("campaign", sort=False, dropna=False):
+        hosts = several(part, "host")
+        by = ["host", "array"] if hosts else ["array"]
+        several_arrays = part["array"].nunique(dropna=False) > 1
+        for key, rows_ in part.groupby(by, sort=False, dropna=False):
+            host, array = key if hosts else (None, key[0])
+            out.append((baseline_name(name, array, several_arrays, host), rows_))
+    return out
+
+
+def _flags_said(*frames) -> list[str]:
+    found = {}
+    for frame in frames:
+        if frame is not None and "flags" in frame:
+            for flags in frame["flags"]:
+                for f in split_flags(flags):
+                    found.setdefault(f.split(" (")[0], None)
+    return [f"{f}: {FLAG_MEANING.get(f, 'see measurements.csv')}" for f in found]
+
+
+def summary_blocks(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None) -> list:
+    """summary.md and summary.html as blocks: per array, the medians with their CI, then durable write rates
+    and efficiency vs raw, then how the cells stopped repeating.
 
     `baselines` (the summary of baselines.csv, optional) follows in a section "Baselines", one heading per
     baseline with the same tables, so earlier figures can be read beside this campaign's.
     """
-    lines = [f"# {title}", ""]
+    blocks: list = [Heading(1, title)]
     if summary.empty:
-        lines += ["No measurements.", ""]
+        blocks.append(Para("No measurements."))
     else:
-        lines += [LEGEND, ""]
-        several_campaigns = summary["campaign"].nunique(dropna=False) > 1
-        for (campaign, array), part in summary.groupby(["campaign", "array"], sort=False, dropna=False):
-            lines += [f"## {campaign} / {array}" if several_campaigns else f"## {array}", ""]
-            lines += _array_tables(part)
+        blocks.append(Para(LEGEND))
+        flags = _flags_said(summary, baselines)
+        if flags:
+            blocks.append(Para("Flags, where a figure's repetitions carry one (k of m: only some of them): "
+                               + "; ".join(flags) + "."))  # fmt: skip
+        for name, part in places(summary):
+            blocks += [Heading(2, name), *_array_tables(part)]
     if baselines is not None and not baselines.empty:
-        lines += [
-            "## Baselines",
-            "",
-            "Earlier figures (CONTRACT.md `baselines:`), summarized exactly as this campaign's. For a pasted dd log "
-            "each figure is one dd run: its rate as dd printed it, and as durable its shell `real` line where "
-            "there is one.",
-            "",
+        blocks += [
+            Heading(2, "Baselines"),
+            Para(
+                "Earlier figures (CONTRACT.md `baselines:`), summarized exactly as this campaign's. "
+                "For a pasted dd log each figure is one dd run: its rate as dd printed it, and as durable "
+                "its shell `real` line where there is one."
+            ),
         ]
-        for name, rows in baselines.groupby("campaign", sort=False, dropna=False):
-            several_arrays = rows["array"].nunique(dropna=False) > 1
-            for array, part in rows.groupby("array", sort=False, dropna=False):
-                lines += [f"### {baseline_name(name, array, several_arrays)}", ""]
-                lines += _array_tables(part)
+        for name, part in baseline_parts(baselines):
+            blocks += [Heading(3, name), *_array_tables(part)]
+    return blocks
+
+
+def _md_table(table: Table) -> list[str]:
+    def line(cells):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+    rows = [[c.text() if isinstance(c, Rate) else c for c in row] for row in table.rows]
+    bar = "|" + "|".join([" --- "] + [" ---: "] * (len(table.header) - 1)) + "|"
+    return [line(table.header), bar, *map(line, rows)]
+
+
+def summary_markdown(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None) -> str:
+    """summary.md: summary_blocks() as Markdown, laid out like the seed's summary."""
+    lines = []
+    for block in summary_blocks(summary, title, baselines):
+        if isinstance(block, Heading):
+            lines.append("#" * block.level + " " + block.text)
+        elif isinstance(block, Para):
+            lines.append(block.text)
+        else:
+            lines += _md_table(block)
+        lines.append("")
     return "\n".join(lines)
+
+
+CSS = """
+:root { color-scheme: light; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+       color: #1f2328; margin: 1.2rem 1.5rem 3rem; max-width: 110rem; }
+h1 { font-size: 1.45rem; margin: 0 0 .6rem; }
+h2 { font-size: 1.2rem; margin: 1.8rem 0 .5rem; padding-bottom: .2rem; border-bottom: 1px solid #d0d7de; }
+h3 { font-size: 1.05rem; margin: 1.4rem 0 .4rem; }
+p { margin: .45rem 0; max-width: 75rem; }
+p.note { color: #57606a; font-size: .9rem; }
+code { font: .88em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; background: #f3f4f6;
+       padding: 0 .25em; border-radius: 3px; }
+.scroll { overflow-x: auto; margin: .5rem 0 .9rem; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #d0d7de; padding: .35rem .65rem; vertical-align: top; }
+thead th { background: #f6f8fa; text-align: right; white-space: nowrap; }
+thead th:first-child, tbody th { text-align: left; }
+tbody th { font-weight: 600; white-space: nowrap; background: #fbfbfc; }
+td { text-align: right; }
+tbody tr:hover td, tbody tr:hover th { background: #f3f8ff; }
+.median { font-weight: 700; font-size: 1.05rem; }
+.unit { color: #57606a; font-size: .85rem; }
+.ci { display: block; color: #57606a; font-size: .82rem; white-space: nowrap; }
+.flag { display: inline-block; margin: .2rem 0 0 .25rem; padding: 0 .4em; border-radius: .6em; font-size: .75rem;
+        background: #fff1d6; color: #7a4b00; border: 1px solid #f0c36d; white-space: nowrap; }
+.stop { display: block; color: #0b5394; font-size: .78rem; white-space: nowrap; }
+td.reason { text-align: left; font-size: .85rem; max-width: 28rem; }
+"""
+
+
+def _inline(text: str) -> str:
+    """Text as HTML, `code` as <code>."""
+    return "".join(f"<code>{html.escape(p)}</code>" if i % 2 else html.escape(p) for i, p in enumerate(text.split("`")))
+
+
+def _html_cell(cell, prose: bool) -> str:
+    if isinstance(cell, Rate):
+        if pd.isna(cell.median):
+            return "<td>–</td>"
+        ci = f"95% CI {html.escape(cell.ci()[1:-1])} · n={cell.n}" if cell.ci() else f"n={cell.n}, no CI"
+        flags = "".join(
+            f'<span class="flag" title="{html.escape(FLAG_MEANING.get(f.split(" (")[0], ""))}">{html.escape(f)}</span>'
+            for f in cell.flags
+        )
+        stop = f'<span class="stop">stopped: {html.escape(cell.stopped)}</span>' if cell.stopped else ""
+        return (f'<td><span class="median">{number(cell.median)}</span> <span class="unit">MB/s</span>'
+                f'<span class="ci">{ci}</span>{flags}{stop}</td>')  # fmt: skip
+    return f'<td class="reason">{html.escape(str(cell))}</td>' if prose else f"<td>{html.escape(str(cell))}</td>"
+
+
+def _html_table(table: Table) -> list[str]:
+    head = "".join(f'<th scope="col">{html.escape(h)}</th>' for h in table.header)
+    body = [
+        f'<tr><th scope="row">{html.escape(str(row[0]))}</th>'
+        + "".join(_html_cell(c, table.prose) for c in row[1:])
+        + "</tr>"
+        for row in table.rows
+    ]
+    return [
+        '<div class="scroll"><table>',
+        f"<thead><tr>{head}</tr></thead>",
+        "<tbody>",
+        *body,
+        "</tbody></table></div>",
+    ]
+
+
+def summary_html(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None) -> str:
+    """summary.html: the tables of summary.md as one self-contained page (no script, nothing fetched), for the
+    report to show inline."""
+    body = []
+    for block in summary_blocks(summary, title, baselines):
+        if isinstance(block, Heading):
+            body.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+        elif isinstance(block, Para):
+            body.append(f"<p>{_inline(block.text)}</p>")
+        else:
+            body += _html_table(block)
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        '<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{CSS}</style></head>",
+        "<body>",
+        *body,
+        '<p class="note">The same figures unrounded: summary.csv; every repetition: measurements.csv.</p>',
+        "</body></html>",
+        "",
+    ])  # fmt: skip
