@@ -91,3 +91,23 @@ def test_release_command_frees_a_campaign(scratch, tmp_path):
     campaign.write_text("io: {repeats: 0}\n")
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO)
     assert proc.returncode == 2 and "config key 'io.repeats': value 0" in proc.stderr
+
+
+def test_the_next_cell_finds_the_space_the_last_one_freed_on_btrfs(scratch):
+    """btrfs returns a deleted file's space only at its next commit; two 512 MiB cells in a row on a 1 GiB
+    btrfs (the default campaign) must both fit, and the space check must not refuse the second."""
+    from fsbench.config import fingerprint
+    from fsbench.steps import measure_cell
+
+    array = {"kind": "loop", "members": 1, "size": 1024 * MiB, "level": None, "chunk": 512 * 1024}
+    fs = {"type": "btrfs", "mkfs": [], "mount": []}
+    fs |= {"name": "btrfs", "fingerprint": fingerprint(fs, array)}
+    for bs in (4 * MiB, 1 * MiB):
+        cell = {"campaign": "c", "host": "local", "array": "d", "target": "btrfs", "fs_type": "btrfs",
+                "pattern": "seq", "block_size": bs, "direct": False, "streams": 1, "rep": 1,
+                "test": f"seq-{bs // MiB}MiB-buffered-1s", "size": 512 * MiB, "data": "zero", "engine": "python",
+                "cache": "fadvise", "array_spec": array, "fs": fs}  # fmt: skip
+        records = measure_cell(cell, scratch / "c" / "d")
+        assert records["read"]["row"]["bytes"] == 512 * MiB
+    devices.release(scratch / "c" / "d")
+    assert not held(scratch)

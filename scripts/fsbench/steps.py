@@ -246,6 +246,8 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
         Path(path).unlink(missing_ok=True)
     need = job.size * len(files)
     where = Path(job.streams[0].path).parent
+    if files:
+        os.sync()  # btrfs gives back the space of deleted files (the previous cell's) only when it commits
     free = free_bytes(where) if files else 0
     if need > free:
         raise devices.DeviceError(
