@@ -93,21 +93,42 @@ def test_release_command_frees_a_campaign(scratch, tmp_path):
     assert proc.returncode == 2 and "config key 'io.repeats': value 0" in proc.stderr
 
 
-def test_the_next_cell_finds_the_space_the_last_one_freed_on_btrfs(scratch):
-    """btrfs returns a deleted file's space only at its next commit; two 512 MiB cells in a row on a 1 GiB
-    btrfs (the default campaign) must both fit, and the space check must not refuse the second."""
+def btrfs_cell(bs: int, size: int) -> dict:
+    """A cell on a 1 GiB btrfs loop array, as rules/common.smk's cell_spec makes it (no config check)."""
     from fsbench.config import fingerprint
-    from fsbench.steps import measure_cell
 
     array = {"kind": "loop", "members": 1, "size": 1024 * MiB, "level": None, "chunk": 512 * 1024}
     fs = {"type": "btrfs", "mkfs": [], "mount": []}
     fs |= {"name": "btrfs", "fingerprint": fingerprint(fs, array)}
+    return {"campaign": "c", "host": "local", "array": "d", "target": "btrfs", "fs_type": "btrfs",
+            "pattern": "seq", "block_size": bs, "direct": False, "streams": 1, "rep": 1,
+            "test": f"seq-{bs // MiB}MiB-buffered-1s", "size": size, "data": "zero", "engine": "python",
+            "cache": "fadvise", "array_spec": array, "fs": fs}  # fmt: skip
+
+
+def test_the_next_cell_finds_the_space_the_last_one_freed_on_btrfs(scratch):
+    """btrfs returns a deleted file's space only at its next commit; two 512 MiB cells in a row on a 1 GiB
+    btrfs (the default campaign) must both fit, and the space check must not refuse the second."""
+    from fsbench.steps import measure_cell
+
     for bs in (4 * MiB, 1 * MiB):
-        cell = {"campaign": "c", "host": "local", "array": "d", "target": "btrfs", "fs_type": "btrfs",
-                "pattern": "seq", "block_size": bs, "direct": False, "streams": 1, "rep": 1,
-                "test": f"seq-{bs // MiB}MiB-buffered-1s", "size": 512 * MiB, "data": "zero", "engine": "python",
-                "cache": "fadvise", "array_spec": array, "fs": fs}  # fmt: skip
-        records = measure_cell(cell, scratch / "c" / "d")
+        records = measure_cell(btrfs_cell(bs, 512 * MiB), scratch / "c" / "d")
         assert records["read"]["row"]["bytes"] == 512 * MiB
+    devices.release(scratch / "c" / "d")
+    assert not held(scratch)
+
+
+def test_a_disk_that_fills_up_during_the_write_leaves_no_partial_file(scratch):
+    """statvfs on a fresh 1 GiB btrfs counts ~1.07 GB free, but data can use only ~0.95 GB: a 1000 MiB write
+    passes the space check and runs out of space half way. The step says so with the numbers and removes
+    the partial file, so neither a wrong figure nor a full disk is left behind."""
+    from fsbench.steps import measure_cell
+
+    with pytest.raises(devices.DeviceError) as e:
+        measure_cell(btrfs_cell(4 * MiB, 1000 * MiB), scratch / "c" / "d")
+    said = str(e.value)
+    assert said.startswith(f"ran out of space writing {1000 * MiB} bytes to btrfs (") and "bytes were free)" in said
+    mnt = scratch / "c" / "d" / "mnt"
+    assert devices.mount_at(mnt) is not None and list(mnt.glob("fsbench-*")) == []
     devices.release(scratch / "c" / "d")
     assert not held(scratch)
