@@ -10,7 +10,8 @@ def collect(paths):
     records = [read_json(p) for p in record_paths(paths)]
     return {
         "campaign": snakemake.params.campaign,
-        "host": provenance.host(),
+        "host": provenance.host(),  # where the tables were made: with hosts, the submit host
+        "machines": provenance.machines(records),  # where each measurement ran
         "arrays": provenance.setups(records),
     }
 

@@ -5,6 +5,7 @@ import io
 import json
 import math
 import shutil
+import socket
 import subprocess
 
 import pandas as pd
@@ -117,6 +118,7 @@ def test_summary_plots_and_provenance(seed_run):
             assert (out / "plots" / f"{name}.{ext}").stat().st_size > 1000
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["host"]["kernel"] and prov["host"]["tools"]["mkfs.xfs"]
+    assert list(prov["machines"]) == [socket.gethostname()] and prov["machines"][socket.gethostname()]["cpus"] > 0
     demo = prov["arrays"]["demo"]
     assert demo["devices"][0]["loop_direct_io"] == "1"
     ext3 = demo["targets"]["ext3"]

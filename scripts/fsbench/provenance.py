@@ -40,9 +40,8 @@ def _mem_bytes() -> int:
     return 0
 
 
-def host() -> dict:
-    import snakemake
-
+def machine() -> dict:
+    """The machine a measurement ran on, cheap enough to note in every record (no tool is run)."""
     return {
         "host": socket.gethostname(),
         "kernel": platform.release(),
@@ -51,10 +50,22 @@ def host() -> dict:
         "cpu": _cpu(),
         "cpus": os.cpu_count(),
         "memory_bytes": _mem_bytes(),
+    }
+
+
+def host() -> dict:
+    import snakemake
+
+    return machine() | {
         "python": platform.python_version(),
         "snakemake": snakemake.__version__,
         "tools": {name: version(argv) for name, argv in TOOLS.items()},
     }
+
+
+def machines(records: list[dict]) -> dict:
+    """Every machine the records were measured on, by host name (records older than this field have none)."""
+    return {rec["machine"]["host"]: rec["machine"] for rec in records if "machine" in rec}
 
 
 def setups(records: list[dict]) -> dict:

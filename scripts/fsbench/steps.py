@@ -12,7 +12,7 @@ import os
 import socket
 from pathlib import Path
 
-from . import devices, engine, guards
+from . import devices, engine, guards, provenance
 from .config import ALL_HOSTS, LOCAL
 from .records import COLUMNS, flags_for, rate, write_json
 from .system import output, run
@@ -228,7 +228,7 @@ def _row(cell: dict, op: str, result: dict) -> dict:
 def _record(cell: dict, op: str, result: dict, state: dict, **extra) -> dict:
     row = _row(cell, op, result) | ({"fs_type": state["fs_type"]} if cell["target"] == "path" else {})
     return {"row": row, "command": result["command"], "streams": result["streams"],
-            "cell": cell, "setup": state, **extra}  # fmt: skip
+            "cell": cell, "setup": state, "machine": provenance.machine(), **extra}  # fmt: skip
 
 
 def free_bytes(path) -> int:
