@@ -7,7 +7,7 @@ from fsbench import config as campaign_config
 from fsbench.devices import lock_campaign, release
 from fsbench.guards import lock_device
 from fsbench.records import read_json
-from fsbench.sizes import format_size, parse_size
+from fsbench.sizes import parse_size
 from fsbench.config import ALL_HOSTS, LOCAL
 from fsbench.steps import array_dir, workdirs_here
 
@@ -22,9 +22,8 @@ TARGETS = campaign_config.all_targets(CAMPAIGN)
 HOSTS = campaign_config.hosts(CAMPAIGN)
 MIN_REPS, MAX_REPS, TARGET_CI = campaign_config.repeat_plan(CAMPAIGN["io"])
 TEST = "{pattern}-{bs}-{io}-{streams}s"
-CELL = (
-    f"{{host}}/{{array}}/{{target}}/{TEST}"  # a cell of the campaign, all its repeats
-)
+# A cell of the campaign, all its repeats.
+CELL = f"{{host}}/{{array}}/{{target}}/{TEST}"
 
 
 HOST = "[A-Za-z0-9][A-Za-z0-9.-]*"
