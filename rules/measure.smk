@@ -44,6 +44,7 @@ rule measure_all_hosts:
     resources:
         storage_io=1,
         nodes=len(CAMPAIGN["hosts"]),
+        tasks=len(CAMPAIGN["hosts"]) or 1,  # one part per node: sbatch --ntasks (else Slurm gives one node)
         slurm_extra=pin_to_host,
     params:
         cell=cell_spec,

@@ -1,10 +1,14 @@
-"""A real single-node Slurm on this machine, for trying profiles/slurm and for the tests.
+"""A real Slurm on this machine, for trying profiles/slurm and for the tests.
 
-    python tools/slurm_local.py start DIR    # install what is missing (apt), start munged, slurmctld, slurmd
-    python tools/slurm_local.py stop DIR     # stop exactly the daemons start started (by their pid files)
+    python tools/slurm_local.py start DIR [NODES]  # install what is missing (apt), start munged, slurmctld, slurmd
+    python tools/slurm_local.py stop DIR           # stop exactly what start started (pid files, namespaces)
 
 Clients then need SLURM_CONF=DIR/slurm.conf in their environment. No systemd, no cgroups, no
 accounting database: job status comes from squeue, finished jobs are kept MinJobAge seconds.
+
+NODES > 1 adds nodes fsbench-n2, fsbench-n3, …: each a slurmd in a network namespace of its own (a veth
+to this host, 10.231.0.N) and a UTS namespace naming it, so that its jobs see their own host name. They
+share this machine's kernel, disks and files, as nodes share a parallel filesystem.
 """
 
 import os
@@ -17,7 +21,9 @@ import time
 from pathlib import Path
 
 PACKAGES = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", "munged": "munge"}
-DAEMONS = ["slurmd", "slurmctld", "munged"]  # stopping order
+NET = "10.231.0"  # this host is .1 on the veths, node N is .N
+# Sets the namespace's host name, then becomes the daemon; the names come as arguments, never as code.
+AS_NODE = 'hostname "$0" && exec "$@"'
 
 
 class Unavailable(RuntimeError):
@@ -41,22 +47,34 @@ def install() -> None:
             raise Unavailable(f"{' '.join(argv)} failed: {proc.stderr.strip()[-500:]}")
 
 
-def config(base: Path) -> str:
+def extra_nodes(n: int) -> list[str]:
+    return [f"fsbench-n{i}" for i in range(2, n + 1)]
+
+
+def config(base: Path, n: int = 1) -> str:
     node = subprocess.run([_which("slurmd"), "-C"], capture_output=True, text=True, check=True).stdout
     node_line = next(line for line in node.splitlines() if line.startswith("NodeName="))
     name = node_line.split()[0].split("=", 1)[1]
-    return f"""# single-node Slurm made by tools/slurm_local.py
+    shape = node_line.split(" UpTime")[0].split(" ", 1)[1]  # CPUs=… RealMemory=…
+    if n == 1:
+        ctld, nodes = socket.gethostname(), [f"NodeName={name} {shape} State=UNKNOWN"]
+    else:  # every daemon reachable over the veths: this host at .1, the others at .2, .3, …
+        ctld = f"{socket.gethostname()}({NET}.1)"
+        nodes = [f"NodeName={node} NodeAddr={NET}.{i} {shape} State=UNKNOWN"
+                 for i, node in enumerate([name, *extra_nodes(n)], start=1)]  # fmt: skip
+    names = ",".join([name, *extra_nodes(n)])
+    return f"""# Slurm made by tools/slurm_local.py ({n} node(s))
 ClusterName=fsbench
-SlurmctldHost={socket.gethostname()}
+SlurmctldHost={ctld}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 StateSaveLocation={base}/state
-SlurmdSpoolDir={base}/spool
+SlurmdSpoolDir={base}/spool-%n
 SlurmctldPidFile={base}/slurmctld.pid
-SlurmdPidFile={base}/slurmd.pid
+SlurmdPidFile={base}/slurmd-%n.pid
 SlurmctldLogFile={base}/log/slurmctld.log
-SlurmdLogFile={base}/log/slurmd.log
+SlurmdLogFile={base}/log/slurmd-%n.log
 SlurmctldPort=6817
 SlurmdPort=6818
 ProctrackType=proctrack/linuxproc
@@ -71,19 +89,60 @@ ReturnToService=2
 MinJobAge=300
 SchedulerType=sched/backfill
 MpiDefault=none
-{node_line.split(" UpTime")[0]} State=UNKNOWN
-PartitionName=main Nodes={name} Default=YES MaxTime=INFINITE State=UP
+{chr(10).join(nodes)}
+PartitionName=main Nodes={names} Default=YES MaxTime=INFINITE State=UP
 """
 
 
-def start(base: Path) -> dict:
-    """Start the daemons; returns the environment clients need."""
+def _net(argv: list[str]) -> None:
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise Unavailable(f"{' '.join(argv)} failed: {proc.stderr.strip()}")
+
+
+def add_namespaces(n: int) -> None:
+    """A network namespace per extra node, joined to this host by a veth pair."""
+    if n > 1 and not shutil.which("ip"):
+        raise Unavailable("several nodes need iproute2 (`ip`) for their network namespaces")
+    for i, node in enumerate(extra_nodes(n), start=2):
+        host_end, node_end = f"fsbv{i}h", f"fsbv{i}n"
+        _net(["ip", "netns", "add", node])
+        _net(["ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end])
+        _net(["ip", "link", "set", node_end, "netns", node])
+        if i == 2:
+            _net(["ip", "addr", "add", f"{NET}.1/24", "dev", host_end])
+        else:  # .1 lives on the first veth; the others reach it by a route
+            _net(["ip", "route", "add", f"{NET}.{i}/32", "dev", host_end])
+        _net(["ip", "link", "set", host_end, "up"])
+        for argv in (["ip", "addr", "add", f"{NET}.{i}/24", "dev", node_end], ["ip", "link", "set", node_end, "up"],
+                     ["ip", "link", "set", "lo", "up"]):  # fmt: skip
+            _net(["ip", "netns", "exec", node, *argv])
+
+
+def remove_namespaces(base: Path) -> list[str]:
+    """The namespaces start() made (deleting one deletes its veth pair too)."""
+    made = base / "namespaces"
+    names = made.read_text().split() if made.exists() else []
+    for node in names:
+        subprocess.run(["ip", "netns", "delete", node], capture_output=True)
+    made.unlink(missing_ok=True)
+    return [f"netns {node}" for node in names]
+
+
+def start(base: Path, n: int = 1) -> dict:
+    """Start the daemons (n nodes); returns the environment clients need."""
     install()
     base = base.resolve()
-    for sub in ("state", "spool", "log"):
+    for sub in ["state", "log"] + [f"spool-{node}" for node in extra_nodes(n)]:
         (base / sub).mkdir(parents=True, exist_ok=True)
     conf = base / "slurm.conf"
-    conf.write_text(config(base))
+    conf.write_text(config(base, n))
+    (base / "namespaces").write_text(" ".join(extra_nodes(n)))
+    try:
+        add_namespaces(n)
+    except Unavailable:
+        remove_namespaces(base)
+        raise
     run_munge = Path("/run/munge")
     run_munge.mkdir(exist_ok=True)
     shutil.chown(run_munge, "munge", "munge")
@@ -96,23 +155,35 @@ def start(base: Path) -> dict:
     if not system_conf.exists() and not system_conf.is_symlink():
         system_conf.parent.mkdir(parents=True, exist_ok=True)
         system_conf.symlink_to(conf)
-    subprocess.run([_which("slurmctld"), "-f", str(conf)], check=True)
-    subprocess.run([_which("slurmd"), "-f", str(conf)], check=True)
+    name = config(base, 1).split("NodeName=")[1].split()[0]
+    (base / f"spool-{name}").mkdir(exist_ok=True)
+    daemons = [[_which("slurmctld"), "-f", str(conf)], [_which("slurmd"), "-f", str(conf), "-N", name]]
+    for node in extra_nodes(n):  # nsenter, not `ip netns exec`: that one remounts /sys without cgroups
+        daemons.append(["nsenter", f"--net=/run/netns/{node}", "unshare", "--uts", "--", "sh", "-c", AS_NODE, node,
+                        _which("slurmd"), "-f", str(conf), "-N", node])  # fmt: skip
+    for argv in daemons:
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode != 0:
+            stop(base)
+            raise Unavailable(f"{' '.join(argv)} failed: {proc.stderr.strip()[-500:]} (see {base}/log)")
     env = {"SLURM_CONF": str(conf)}
     for _ in range(150):
         state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=os.environ | env)
-        if state.stdout.strip() == "idle":
+        if state.stdout.split() == ["idle"]:
             return env
         time.sleep(0.2)
     stop(base)
-    raise Unavailable(f"the Slurm node did not become idle (sinfo said {state.stdout.strip() or state.stderr.strip()})")
+    raise Unavailable(
+        f"the Slurm nodes did not become idle (sinfo said {state.stdout.strip() or state.stderr.strip()})"
+    )
 
 
 def stop(base: Path) -> list[str]:
     """Stop the daemons start() started, by their pid files; returns what was stopped."""
     stopped = []
-    for daemon in DAEMONS:
-        pid_file = base / f"{daemon}.pid"
+    pid_files = sorted(base.glob("slurmd-*.pid")) + [base / "slurmctld.pid", base / "munged.pid"]
+    for pid_file in pid_files:
+        daemon = pid_file.stem
         if not pid_file.exists():
             continue
         pid = int(pid_file.read_text().split()[0])
@@ -129,14 +200,14 @@ def stop(base: Path) -> list[str]:
     system_conf = Path("/etc/slurm/slurm.conf")
     if system_conf.is_symlink() and system_conf.resolve() == (base / "slurm.conf").resolve():
         system_conf.unlink()
-    return stopped
+    return stopped + remove_namespaces(base)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("start", "stop"):
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("start", "stop"):
         sys.exit(__doc__)
     where = Path(sys.argv[2])
     if sys.argv[1] == "start":
-        print(f"export SLURM_CONF={start(where)['SLURM_CONF']}")
+        print(f"export SLURM_CONF={start(where, int(sys.argv[3]) if len(sys.argv) == 4 else 1)['SLURM_CONF']}")
     else:
         print("\n".join(stop(where)) or "nothing to stop")

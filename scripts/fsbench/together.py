@@ -59,6 +59,15 @@ def part_argv(hosts: list[str], args: list[str]) -> list[str]:
     return me
 
 
+def part_env() -> dict:
+    """This job's environment for the parts. Under Slurm this step runs inside the job step Snakemake made,
+    whose SLURM_* variables describe that step (one node, one task); srun would take them for the whole
+    allocation. Without them, srun asks the controller for the job's own allocation (SLURM_JOB_ID)."""
+    keep = ("SLURM_JOB_ID", "SLURM_CONF")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_") or k in keep}
+    return env | {"PYTHONPATH": str(PACKAGE_DIR)}
+
+
 def measure(cell: dict, hosts: list[str], scratch: str, record_dir) -> dict:
     """Write on every host at once, then read on every host at once; one record per op for the whole cell."""
     record_dir = Path(record_dir)
@@ -71,7 +80,7 @@ def measure(cell: dict, hosts: list[str], scratch: str, record_dir) -> dict:
             (record_dir / f"{host}-{op}.json").unlink(missing_ok=True)
         start_at = time.time() + START_DELAY
         argv = part_argv(hosts, [str(spec), op, repr(start_at), scratch, str(record_dir)])
-        run(argv, timeout=None, env=os.environ | {"PYTHONPATH": str(PACKAGE_DIR)})
+        run(argv, timeout=None, env=part_env())
         parts = [read_json(record_dir / f"{host}-{op}.json") for host in hosts]
         result = engine.aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
         if op == "read":

@@ -1,0 +1,68 @@
+"""Two Slurm nodes on one machine (the second a slurmd in network and UTS namespaces of its own, see
+tools/slurm_local.py): each host's cells land on that host, and the all-hosts cell runs on both at once."""
+
+import json
+import socket
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import REPO, held, needs_root, private_scratch, run_campaign
+
+sys.path.insert(0, str(REPO / "tools"))
+import slurm_local  # noqa: E402
+
+pytestmark = [needs_root, pytest.mark.e2e]
+SIZE = 32 * 2**20
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory):
+    base = tmp_path_factory.mktemp("slurm2")
+    try:
+        env = slurm_local.start(base, 2)
+    except slurm_local.Unavailable as e:
+        pytest.skip(f"no two-node Slurm here: {e}")
+    try:
+        yield base, env
+    finally:
+        stopped = slurm_local.stop(base)
+        assert "netns fsbench-n2" in stopped and len(stopped) == 5, stopped  # 2 slurmd, slurmctld, munged
+
+
+def test_each_host_measures_alone_then_all_at_once(two_nodes, tmp_path):
+    base, env = two_nodes
+    here, other = socket.gethostname(), "fsbench-n2"
+    with private_scratch() as scratch:
+        shared = scratch / "shared"
+        shared.mkdir()
+        config = {
+            "campaign": "nodes",
+            "scratch": str(scratch),
+            "hosts": [here, other],
+            "arrays": {"p": {"kind": "path", "path": str(shared), "all_hosts": True}},
+            "io": {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise"},
+        }
+        run_campaign(tmp_path, config, "--profile", str(REPO / "profiles" / "slurm"),
+                     "--seconds-between-status-checks", "2", env=env)  # fmt: skip
+        assert list(shared.iterdir()) == [] and not held(scratch)
+    df = pd.read_csv(tmp_path / "results/nodes/measurements.csv")
+    # the host column is what each job's machine calls itself: the pinned node ran it
+    assert sorted(set(df.host)) == sorted([here, other, "all", f"{here}@all", f"{other}@all"])
+    assert all(sorted(ops) == ["read", "write"] for _, ops in df.groupby("host").op)
+    for op in ("write", "read"):
+        whole = df[(df.host == "all") & (df.op == op)].iloc[0]
+        parts = df[df.host.str.endswith("@all") & (df.op == op)]
+        assert whole.bytes == 2 * SIZE and (parts.bytes == SIZE).all()
+        assert whole.seconds >= parts.seconds.max()  # first start to last end covers each host's own time
+        streams = json.loads((tmp_path / whole.record).read_text())["streams"]
+        starts = [s["start"] for s in streams]
+        assert len(streams) == 2 and max(starts) - min(starts) < 1.0, starts  # they started together
+    jobs = [j for j in (base / "log" / "jobcomp.txt").read_text().splitlines() if f"WorkDir={tmp_path}" in j]
+    nodes = sorted(j.split("NodeList=")[1].split()[0] for j in jobs)
+    assert all("JobState=COMPLETED" in j for j in jobs), jobs
+    # per host a measurement and a release; the all-hosts cell on both nodes at once
+    assert nodes == sorted([here, here, other, other, f"{here},{other}"]) or nodes == sorted(
+        [here, here, other, other, f"{other},{here}"]
+    ), nodes
