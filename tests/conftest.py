@@ -29,9 +29,9 @@ def held(scratch) -> list[str]:
 
 
 @contextmanager
-def private_scratch():
+def private_scratch(root: Path = SCRATCH_ROOT):
     """A fresh scratch folder; whatever is left under it is released, and that release must succeed."""
-    path = SCRATCH_ROOT / uuid.uuid4().hex[:12]
+    path = root / uuid.uuid4().hex[:12]
     path.mkdir(parents=True)
     try:
         yield path
