@@ -100,3 +100,26 @@ def logged_progress(caplog, op: str, total: int, share: int) -> list[int]:
     if total > share:
         assert max(done) > share, f"only one stream's bytes counted: {done}"
     return done
+
+
+@contextmanager
+def slurm_cluster(base: Path, nodes: int = 1):
+    """A real Slurm of `nodes` nodes (tools/slurm_local.py), or a skip saying why there is none; afterwards
+    every daemon and namespace it started is stopped, and the daemons' processes are gone."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import slurm_local
+
+    try:
+        env = slurm_local.start(base, nodes)
+    except slurm_local.Unavailable as e:
+        pytest.skip(f"no {nodes}-node Slurm here: {e}")
+    try:
+        yield env
+    finally:
+        stopped = slurm_local.stop(base)
+        namespaces = [f"netns {node}" for node in slurm_local.extra_nodes(nodes)]
+        assert len(stopped) == nodes + 2 + len(namespaces) and set(namespaces) <= set(stopped), stopped
+        for line in stopped:
+            if not line.startswith("netns "):
+                pid = int(line.split("(")[1].rstrip(")"))
+                assert not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()

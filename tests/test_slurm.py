@@ -5,16 +5,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import uuid
 
 import pandas as pd
 import pytest
 
-from conftest import REPO, held, needs_root, private_scratch, run_campaign
-
-sys.path.insert(0, str(REPO / "tools"))
-import slurm_local  # noqa: E402
+from conftest import REPO, held, needs_root, private_scratch, run_campaign, slurm_cluster
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -22,18 +18,8 @@ pytestmark = [needs_root, pytest.mark.e2e]
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
     base = tmp_path_factory.mktemp("slurm")
-    try:
-        env = slurm_local.start(base)
-    except slurm_local.Unavailable as e:
-        pytest.skip(f"no Slurm here: {e}")
-    try:
+    with slurm_cluster(base) as env:
         yield base, env
-    finally:
-        stopped = slurm_local.stop(base)
-        assert len(stopped) == 3, stopped
-        for line in stopped:
-            pid = int(line.split("(")[1].rstrip(")"))
-            assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
 
 
 def small(scratch, name, host):

@@ -3,15 +3,11 @@ tools/slurm_local.py): each host's cells land on that host, and the all-hosts ce
 
 import json
 import socket
-import sys
 
 import pandas as pd
 import pytest
 
-from conftest import REPO, held, needs_root, private_scratch, run_campaign
-
-sys.path.insert(0, str(REPO / "tools"))
-import slurm_local  # noqa: E402
+from conftest import REPO, held, needs_root, private_scratch, run_campaign, slurm_cluster
 
 pytestmark = [needs_root, pytest.mark.e2e]
 SIZE = 32 * 2**20
@@ -20,15 +16,8 @@ SIZE = 32 * 2**20
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory):
     base = tmp_path_factory.mktemp("slurm2")
-    try:
-        env = slurm_local.start(base, 2)
-    except slurm_local.Unavailable as e:
-        pytest.skip(f"no two-node Slurm here: {e}")
-    try:
+    with slurm_cluster(base, 2) as env:
         yield base, env
-    finally:
-        stopped = slurm_local.stop(base)
-        assert "netns fsbench-n2" in stopped and len(stopped) == 5, stopped  # 2 slurmd, slurmctld, munged
 
 
 def test_each_host_measures_alone_then_all_at_once(two_nodes, tmp_path):
