@@ -13,7 +13,7 @@ import socket
 from pathlib import Path
 
 from . import devices, engine, guards, provenance
-from .config import ALL_HOSTS, LOCAL
+from .config import ALL_HOSTS, LOCAL, hosts
 from .records import COLUMNS, flags_for, rate, write_json
 from .system import output, run
 
@@ -32,8 +32,13 @@ def workdirs_here(config: dict) -> list[Path]:
     """Every folder of the campaign that may hold something on this host: its arrays as measured from here,
     and its share of all-hosts cells. Another node's folders are released on that node."""
     here = short_hostname()
-    names = [h for h in config["hosts"] or [LOCAL] if h in (LOCAL, here)] + [f"{ALL_HOSTS}-{here}"]
+    names = [h for h in hosts(config) if h in (LOCAL, here)] + [part_host(here)]
     return [array_dir(config["scratch"], config["campaign"], a, h) for h in names for a in config["arrays"]]
+
+
+def part_host(host: str) -> str:
+    """The host segment of a host's own folder for its share of all-hosts cells (fsbench.together)."""
+    return f"{ALL_HOSTS}-{host}"
 
 
 def short_hostname() -> str:

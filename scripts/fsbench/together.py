@@ -24,7 +24,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 def part_workdir(scratch: str, campaign: str, array: str, host: str) -> Path:
     """Each host's own folder for the cell (and so its own data folder on the shared path); see workdirs_here."""
-    return steps.array_dir(scratch, campaign, array, f"{ALL_HOSTS}-{host}")
+    return steps.array_dir(scratch, campaign, array, steps.part_host(host))
 
 
 def part(cell: dict, op: str, start_at: float, scratch: str, record_dir: str) -> dict:
@@ -51,11 +51,12 @@ def part_argv(hosts: list[str], args: list[str]) -> list[str]:
         n = len(hosts)
         return ["srun", "--overlap", f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1",
                 f"--nodelist={','.join(hosts)}", "--kill-on-bad-exit=1", *me]  # fmt: skip
-    if hosts != [steps.short_hostname()] and hosts != [os.uname().nodename]:
+    if len(hosts) > 1:
         raise devices.DeviceError(
             f"the all-hosts cell of {', '.join(hosts)} needs Slurm to start a part on each: run it with "
             "--profile profiles/slurm (only a campaign whose one host is this one runs it without)"
         )
+    steps.check_host(hosts[0])
     return me
 
 
