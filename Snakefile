@@ -14,6 +14,7 @@ report: "report/workflow.rst"
 
 include: "rules/common.smk"
 include: "rules/array.smk"
+include: "rules/filesystem.smk"
 include: "rules/measure.smk"
 include: "rules/report.smk"
 

@@ -20,8 +20,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from fsbench import devices  # noqa: E402
 from fsbench.engine import Job, Stream  # noqa: E402
+from fsbench.engines import run_engine  # noqa: E402
 from fsbench.sizes import format_size  # noqa: E402
-from fsbench.steps import run_engine  # noqa: E402
 
 ENGINES = ["python", "dd", "fio"]
 BLOCK_SIZES = [4 * 2**10, 64 * 2**10, 2**20, 4 * 2**20, 16 * 2**20]

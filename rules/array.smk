@@ -1,10 +1,32 @@
-# The storage under test is set up inside each measurement (rules/measure.smk) by idempotent steps,
-# and released here once every cell of an array on a host is measured.
+# The storage under test: made and described once per host and array (prepare_array), released once
+# every cell of the array on that host is measured (release), and released at the end of every run.
+
+
+rule prepare_array:
+    output:
+        array_record(),
+    log:
+        f"{RESULTS}/logs/prepare_array/{{host}}/{{array}}.log",
+    priority: PLAN.top_priority
+    conda:
+        "../envs/fsbench.yaml"
+    resources:
+        storage_io=1,
+        nodes=nodes_for,
+        tasks=nodes_for,
+        slurm_extra=pin_to_host,
+    params:
+        spec=lambda wildcards: CAMPAIGN["arrays"][wildcards.array],
+        array=lambda wildcards: wildcards.array,
+        host=lambda wildcards: wildcards.host,
+        workdir=workdir,
+    script:
+        "../scripts/prepare_array.py"
 
 
 rule release:
     input:
-        array_outputs,
+        lambda wildcards: cell_outputs(wildcards.host, wildcards.array),
     output:
         f"{RESULTS}/state/{{host}}/{{array}}/released.json",
     log:

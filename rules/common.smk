@@ -4,12 +4,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from fsbench import config as campaign_config
+from fsbench.config import ALL_HOSTS, LOCAL
 from fsbench.devices import lock_campaign, release
 from fsbench.guards import lock_device
+from fsbench.hosts import array_dir, workdirs_here
+from fsbench.plan import WILDCARDS, Plan, forget_device_state
 from fsbench.records import read_json
-from fsbench.sizes import parse_size
-from fsbench.config import ALL_HOSTS, LOCAL
-from fsbench.steps import array_dir, workdirs_here
 
 try:
     CAMPAIGN = campaign_config.validate(config)
@@ -18,51 +18,58 @@ except campaign_config.ConfigError as e:
 
 NAME = CAMPAIGN["campaign"]
 RESULTS = f"results/{NAME}"
-TARGETS = campaign_config.all_targets(CAMPAIGN)
+PLAN = Plan(CAMPAIGN)
+TARGETS = PLAN.targets
 HOSTS = campaign_config.hosts(CAMPAIGN)
-MIN_REPS, MAX_REPS, TARGET_CI = campaign_config.repeat_plan(CAMPAIGN["io"])
-TEST = "{pattern}-{bs}-{io}-{streams}s"
-# A cell of the campaign, all its repeats.
-CELL = f"{{host}}/{{array}}/{{target}}/{TEST}"
-
-
-HOST = "[A-Za-z0-9][A-Za-z0-9.-]*"
+MIN_REPS, MAX_REPS, TARGET_CI = PLAN.min_reps, PLAN.max_reps, PLAN.target_ci
+# A cell of the campaign (Cell.path), all its repeats; its steps' records are in runs/{CELL}/rep{rep}/.
+CELL = "{host}/{array}/{target}/{test}"
 
 
 wildcard_constraints:
-    host=HOST,
-    array="[A-Za-z0-9][A-Za-z0-9_-]*",
     target="|".join(TARGETS),
-    pattern="seq|rand",
-    bs=r"\d+(B|KiB|MiB|GiB|TiB|PiB)",
-    io="buffered|direct",
-    streams=r"\d+",
-    rep=r"\d+",
-    k=r"\d+",
+    **WILDCARDS,
 
 
-def measure_priority(wildcards):
-    """Repeats in rounds: every cell's rep 1, then every cell's rep 2, ..., so that drift over time
-    spreads over all cells instead of looking like a difference between them. Within a round the
-    targets in config order; the scheduler's storage_io=1 keeps them from overlapping on a device.
-    """
-    round_ = MAX_REPS - int(wildcards.rep)
-    return (
-        round_ * 10 * (len(TARGETS) + 1)
-        + (len(TARGETS) - TARGETS.index(wildcards.target)) * 10
-    )
+def record_file(step, rep="{rep}", cell=CELL):
+    """A step's record: mkfs, mount, write or read of a cell and repeat."""
+    return f"{RESULTS}/runs/{cell}/rep{rep}/{step}.json"
 
 
-def record_file(op, rep="{rep}", cell=CELL):
-    return f"{RESULTS}/runs/{cell}/rep{rep}/{op}.json"
+def state_file(step, rep="{rep}", cell=CELL):
+    """The file that tells the step after `step` that the device is as `step` left it, in this run."""
+    return f"{RESULTS}/state/{cell}/rep{rep}/{step}.ready"
+
+
+def array_record(host="{host}", array="{array}"):
+    return f"{RESULTS}/runs/{host}/{array}/array.json"
+
+
+def step_log(step):
+    return f"{RESULTS}/logs/{step}/{CELL}/rep{{rep}}.log"
 
 
 def workdir(wildcards):
     return str(array_dir(CAMPAIGN["scratch"], NAME, wildcards.array, wildcards.host))
 
 
-def array_spec(wildcards):
-    return CAMPAIGN["arrays"][wildcards.array]
+def cell_spec(wildcards):
+    return PLAN.cell_spec(wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep)
+
+
+def device_spec(wildcards):
+    return PLAN.device_spec(wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep)
+
+
+def cell_priority(wildcards):
+    return PLAN.priority(wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep)
+
+
+def write_input(wildcards):
+    """A filesystem is written once mounted; raw and path targets are written on the array itself."""
+    if wildcards.target in ("raw", "path"):
+        return {"setup": array_record(wildcards.host, wildcards.array)}
+    return {"setup": record_file("mount"), "ready": state_file("mount")}
 
 
 def pin_to_host(wildcards):
@@ -74,40 +81,9 @@ def pin_to_host(wildcards):
     return " ".join(extra + (["--exclusive"] if CAMPAIGN["exclusive"] else []))
 
 
-def cell_spec(wildcards):
-    """Everything that decides one measurement: a change to any of it re-measures the cell."""
-    io = CAMPAIGN["io"]
-    array = array_spec(wildcards)
-    target = wildcards.target
-    fs = CAMPAIGN["filesystems"].get(target)
-    return {
-        "campaign": NAME,
-        "host": wildcards.host,
-        "array": wildcards.array,
-        "target": target,
-        "fs_type": fs["type"] if fs else target,
-        "pattern": wildcards.pattern,
-        "block_size": parse_size(wildcards.bs),
-        "direct": wildcards.io == "direct",
-        "streams": int(wildcards.streams),
-        "rep": int(wildcards.rep),
-        "test": TEST.format(**wildcards),
-        "size": io["size"],
-        "data": io["data"],
-        "engine": io["engine"],
-        "cache": io["cache"],
-        "array_spec": array,
-        # The fingerprint changes when anything that shapes the filesystem changes.
-        "fs": (
-            fs | {"name": target, "fingerprint": campaign_config.fingerprint(fs, array)}
-            if fs
-            else None
-        ),
-    }
-
-
-def cell_path(c):
-    return f"{c.host}/{c.array}/{c.target}/{c.test}"
+def nodes_for(wildcards):
+    """An all-hosts step runs one part on every host: Slurm must give it all of them (sbatch --nodes/--ntasks)."""
+    return len(CAMPAIGN["hosts"]) if wildcards.host == ALL_HOSTS else 1
 
 
 def cell_outputs(host=None, array=None):
@@ -117,11 +93,9 @@ def cell_outputs(host=None, array=None):
     for c in campaign_config.cells(CAMPAIGN):
         if host in (None, c.host) and array in (None, c.array):
             if TARGET_CI is None:
-                found += [
-                    record_file(op, c.rep, cell_path(c)) for op in ("write", "read")
-                ]
+                found += [record_file(op, c.rep, c.path) for op in ("write", "read")]
             elif c.rep == 1:
-                found.append(f"{RESULTS}/repeats/{cell_path(c)}/done.json")
+                found.append(f"{RESULTS}/repeats/{c.path}/done.json")
     return found
 
 
@@ -188,9 +162,11 @@ def check_cluster_hosts():
 
 
 def release_all():
-    """Whatever happened, leave nothing of this campaign attached or mounted on this host."""
+    """Whatever happened, leave nothing of this campaign attached or mounted on this host; the state files
+    of unfinished cells go too, so that the next run redoes them from mkfs (rules/filesystem.smk)."""
     for folder in workdirs_here(CAMPAIGN):
         release(folder)
+    forget_device_state(RESULTS)
 
 
 def records_upto(cell, k):

@@ -1,57 +1,59 @@
-# One job per cell and repeat: set up the array (attach, mkfs, mount: each a no-op when the device
-# already holds exactly that), write, make the cache cold, read back what was written. A cell is never
-# split over jobs, so nothing can land on the device between its write and its read. Snakemake's log
-# names each job's cell by its wildcards (host, array, target, test, rep).
+# A cell's measurement: write (on the mounted filesystem, or on the bare array for raw and path
+# targets), then read back what was written from a cache made cold. An all-hosts cell (a path array with
+# all_hosts) runs each of the two on every host at once, one part per host started with srun; its figure
+# is total bytes over the common wall time, each host's own figure kept beside it.
 
 
-rule measure:
+rule write:
+    input:
+        unpack(write_input),
     output:
-        write=record_file("write"),
-        read=record_file("read"),
+        record=record_file("write"),
+        ready=temp(state_file("write")),
     log:
-        f"{RESULTS}/logs/measure/{CELL}/rep{{rep}}.log",
-    wildcard_constraints:
-        host=f"(?!{ALL_HOSTS}/){HOST}",
-    priority: measure_priority
+        step_log("write"),
+    priority: cell_priority
     conda:
         "../envs/fsbench.yaml"
-    threads: lambda wildcards: int(wildcards.streams)  # one per stream (Slurm: --cpus-per-task)
+    threads: lambda wildcards: cell_spec(wildcards)["streams"]  # one per stream (Slurm: --cpus-per-task)
     resources:
         storage_io=1,
+        nodes=nodes_for,
+        tasks=nodes_for,  # one part per node: sbatch --ntasks (else Slurm gives one node)
         slurm_extra=pin_to_host,
     params:
         cell=cell_spec,
         workdir=workdir,
-    script:
-        "../scripts/measure.py"
-
-
-# A path array with all_hosts: every host writes, then reads, at once (one part per host, started with
-# srun); the figure is total bytes over the common wall time, each host's own figure kept beside it.
-rule measure_all_hosts:
-    output:
-        write=record_file("write"),
-        read=record_file("read"),
-    log:
-        f"{RESULTS}/logs/measure/{CELL}/rep{{rep}}.log",
-    wildcard_constraints:
-        host=ALL_HOSTS,
-        target="path",
-    priority: measure_priority
-    conda:
-        "../envs/fsbench.yaml"
-    threads: lambda wildcards: int(wildcards.streams)
-    resources:
-        storage_io=1,
-        nodes=len(CAMPAIGN["hosts"]),
-        tasks=len(CAMPAIGN["hosts"]) or 1,  # one part per node: sbatch --ntasks (else Slurm gives one node)
-        slurm_extra=pin_to_host,
-    params:
-        cell=cell_spec,
         hosts=CAMPAIGN["hosts"],
         scratch=CAMPAIGN["scratch"],
     script:
-        "../scripts/measure_all_hosts.py"
+        "../scripts/write.py"
+
+
+rule read:
+    input:
+        write=record_file("write"),
+        ready=state_file("write"),
+    output:
+        record_file("read"),
+    log:
+        step_log("read"),
+    priority: cell_priority
+    conda:
+        "../envs/fsbench.yaml"
+    threads: lambda wildcards: cell_spec(wildcards)["streams"]
+    resources:
+        storage_io=1,
+        nodes=nodes_for,
+        tasks=nodes_for,
+        slurm_extra=pin_to_host,
+    params:
+        cell=cell_spec,
+        workdir=workdir,
+        hosts=CAMPAIGN["hosts"],
+        scratch=CAMPAIGN["scratch"],
+    script:
+        "../scripts/read.py"
 
 
 # Adaptive repeats (io.repeats: {min, max, target_ci}): after rep k of a cell, decide whether it needs
@@ -68,7 +70,7 @@ checkpoint decide:
         f"{RESULTS}/repeats/{CELL}/after{{k}}.json",
     log:
         f"{RESULTS}/logs/decide/{CELL}/after{{k}}.log",
-    priority: 100000
+    priority: PLAN.top_priority + 1
     conda:
         "../envs/fsbench.yaml"
     params:

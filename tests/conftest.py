@@ -123,3 +123,32 @@ def slurm_cluster(base: Path, nodes: int = 1):
             if not line.startswith("netns "):
                 pid = int(line.split("(")[1].rstrip(")"))
                 assert not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+# The kernel's block-I/O throttle (cgroup v1 blkio, root group): holds a loop device at a set rate, so that
+# a test can make a device noisy, or keep a write under way for as long as it needs.
+BLKIO = Path("/sys/fs/cgroup/blkio")
+LIMITS = [BLKIO / "blkio.throttle.write_bps_device", BLKIO / "blkio.throttle.read_bps_device"]
+needs_throttle = pytest.mark.skipif(
+    not all(p.exists() for p in LIMITS), reason="needs the cgroup v1 blkio throttle (to hold a device's rate)"
+)
+
+
+def loop_devices_under(folder: Path) -> list[str]:
+    """MAJ:MIN of every loop device whose backing file lies under `folder`."""
+    found = []
+    for dev in Path("/sys/block").glob("loop*"):
+        backing = dev / "loop" / "backing_file"
+        if backing.exists() and backing.read_text().strip().startswith(str(folder) + "/"):
+            found.append((dev / "dev").read_text().strip())
+    return found
+
+
+def all_loop_devices() -> list[str]:
+    """MAJ:MIN of every loop device the kernel has made so far (attached or free)."""
+    return [(dev / "dev").read_text().strip() for dev in Path("/sys/block").glob("loop*")]
+
+
+def throttle(dev: str, rate: int) -> None:
+    for limit in LIMITS:
+        limit.write_text(f"{dev} {rate}\n")  # 0 removes the limit

@@ -15,31 +15,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import held, needs_root, private_scratch, run_campaign
+from conftest import (
+    all_loop_devices,
+    held,
+    loop_devices_under,
+    needs_root,
+    needs_throttle,
+    private_scratch,
+    run_campaign,
+    throttle,
+)
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
-BLKIO = Path("/sys/fs/cgroup/blkio")
-LIMITS = [BLKIO / "blkio.throttle.write_bps_device", BLKIO / "blkio.throttle.read_bps_device"]
 QUIET = 256 * 10**6  # bytes/s
-needs_throttle = pytest.mark.skipif(
-    not all(p.exists() for p in LIMITS), reason="needs the cgroup v1 blkio throttle to make a device noisy"
-)
-
-
-def loop_devices_under(folder: Path) -> list[str]:
-    """MAJ:MIN of every loop device whose backing file lies under `folder`."""
-    found = []
-    for dev in Path("/sys/block").glob("loop*"):
-        backing = dev / "loop" / "backing_file"
-        if backing.exists() and backing.read_text().strip().startswith(str(folder) + "/"):
-            found.append((dev / "dev").read_text().strip())
-    return found
-
-
-def throttle(dev: str, rate: int) -> None:
-    for limit in LIMITS:
-        limit.write_text(f"{dev} {rate}\n")  # 0 removes the limit
 
 
 def make_noise(scratch: Path, stop: threading.Event, throttled: set) -> None:
@@ -72,7 +61,7 @@ def test_a_noisy_cell_gets_more_repeats_than_a_quiet_one(ram_scratch, tmp_path):
     }  # fmt: skip
     # Every loop device the campaign may take is held at the quiet rate before it starts: a device found
     # only once its first write has begun would give the quiet cell an unthrottled first repeat.
-    spare = [(dev / "dev").read_text().strip() for dev in Path("/sys/block").glob("loop*")]
+    spare = all_loop_devices()
     stop, throttled = threading.Event(), {("spare", dev) for dev in spare}
     noise = threading.Thread(target=make_noise, args=(scratch / "adaptive", stop, throttled))
     noise.start()

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from fsbench.config import ConfigError, all_targets, cells, repeat_plan, targets, validate
-from fsbench.steps import short_hostname, workdirs_here
+from fsbench.hosts import short_hostname, workdirs_here
 
 from conftest import REPO
 

@@ -109,10 +109,10 @@ def btrfs_cell(bs: int, size: int) -> dict:
 def test_the_next_cell_finds_the_space_the_last_one_freed_on_btrfs(scratch):
     """btrfs returns a deleted file's space only at its next commit; two 512 MiB cells in a row on a 1 GiB
     btrfs (the default campaign) must both fit, and the space check must not refuse the second."""
-    from fsbench.steps import measure_cell
+    from fsbench.steps import run_cell
 
     for bs in (4 * MiB, 1 * MiB):
-        records = measure_cell(btrfs_cell(bs, 512 * MiB), scratch / "c" / "d")
+        records = run_cell(btrfs_cell(bs, 512 * MiB), scratch / "c" / "d")
         assert records["read"]["row"]["bytes"] == 512 * MiB
     devices.release(scratch / "c" / "d")
     assert not held(scratch)
@@ -122,10 +122,10 @@ def test_a_disk_that_fills_up_during_the_write_leaves_no_partial_file(scratch):
     """statvfs on a fresh 1 GiB btrfs counts ~1.07 GB free, but data can use only ~0.95 GB: a 1000 MiB write
     passes the space check and runs out of space half way. The step says so with the numbers and removes
     the partial file, so neither a wrong figure nor a full disk is left behind."""
-    from fsbench.steps import measure_cell
+    from fsbench.steps import run_cell
 
     with pytest.raises(devices.DeviceError) as e:
-        measure_cell(btrfs_cell(4 * MiB, 1000 * MiB), scratch / "c" / "d")
+        run_cell(btrfs_cell(4 * MiB, 1000 * MiB), scratch / "c" / "d")
     said = str(e.value)
     assert said.startswith(f"ran out of space writing {1000 * MiB} bytes to btrfs (") and "bytes were free)" in said
     mnt = scratch / "c" / "d" / "mnt"

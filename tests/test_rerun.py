@@ -22,9 +22,10 @@ def base(scratch):
 
 
 def started(work) -> dict:
-    """Every record's started_at, by its path under runs/local/ (the campaign names no hosts)."""
+    """Every measurement's started_at, by its path under runs/local/ (the campaign names no hosts)."""
     runs = work / "results/keep/runs/local"
-    return {str(p.relative_to(runs)): json.loads(p.read_text())["row"]["started_at"] for p in runs.rglob("*.json")}
+    found = [*runs.rglob("write.json"), *runs.rglob("read.json")]
+    return {str(p.relative_to(runs)): json.loads(p.read_text())["row"]["started_at"] for p in found}
 
 
 def changed(before: dict, after: dict) -> set:
@@ -57,11 +58,19 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
     config["io"]["repeats"] = 2
     dry = run_campaign(tmp_path, config, "--dry-run")
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))  # Snakemake's job stats table
-    assert jobs == {"measure": "8", "release": "1", "aggregate": "1", "plots": "1", "provenance": "1",
-                    "all": "1", "total": "13"}  # fmt: skip
+    assert jobs == {"mkfs": "6", "mount": "6", "write": "8", "read": "8", "release": "1", "aggregate": "1",
+                    "plots": "1", "provenance": "1", "all": "1", "total": "33"}  # fmt: skip
     run_campaign(tmp_path, config)
     last = started(tmp_path)
     assert {k.split("/")[3] for k in changed(more, last)} == {"rep2"} and len(changed(more, last)) == 4 * 2 * 2
 
     nothing = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run")
     assert "Nothing to be done" in nothing.stdout + nothing.stderr
+
+    # --forcerun mkfs: every filesystem cell from its mkfs on; the array and the raw cells are left alone
+    forced = run_campaign(tmp_path, config, "--dry-run", "--forcerun", "mkfs")
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", forced.stdout, re.M))
+    fs_cells = 3 * 2 * 2  # ext4, xfs, btrfs; two block sizes; two repeats
+    assert jobs == {"mkfs": str(fs_cells), "mount": str(fs_cells), "write": str(fs_cells), "read": str(fs_cells),
+                    "release": "1", "aggregate": "1", "plots": "1", "provenance": "1", "all": "1",
+                    "total": str(4 * fs_cells + 5)}  # fmt: skip

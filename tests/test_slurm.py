@@ -52,11 +52,11 @@ def test_campaign_through_slurm_matches_a_local_run(slurm, tmp_path):
     assert on_slurm[cell].sort_values(cell).values.tolist() == local[cell].sort_values(cell).values.tolist()
     assert len(on_slurm) == 4 and (on_slurm.host == node).all()
     assert (tmp_path / f"slurm/results/{name}/runs/{node}/demo/ext4/seq-1MiB-buffered-1s/rep1/read.json").exists()
-    # Slurm's job log: a measure job per cell (raw, ext4) and the release, all completed on the node, each
-    # with the whole node (exclusive: every CPU, though a job asks for one).
+    # Slurm's job log: a job per step (prepare_array; raw: write, read; ext4: mkfs, mount, write, read) and the
+    # release, all completed on the node, each with the whole node (exclusive: every CPU, though a job asks for one).
     jobs = (base / "log" / "jobcomp.txt").read_text().splitlines()
     ours = [j for j in jobs if f"WorkDir={tmp_path / 'slurm'}" in j]
-    assert len(ours) == 3 and all("JobState=COMPLETED" in j and f"NodeList={node} " in j for j in ours), ours
+    assert len(ours) == 8 and all("JobState=COMPLETED" in j and f"NodeList={node} " in j for j in ours), ours
     cpus = os.cpu_count()
     assert all(f"ProcCnt={cpus} " in j for j in ours), ours
     sinfo = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=os.environ | env)

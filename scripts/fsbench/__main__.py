@@ -10,7 +10,8 @@ import yaml
 
 from .config import ConfigError, validate
 from .devices import release
-from .steps import short_hostname, workdirs_here
+from .hosts import short_hostname, workdirs_here
+from .plan import forget_device_state
 
 
 def main(argv=None) -> int:
@@ -38,6 +39,8 @@ def main(argv=None) -> int:
     done = []
     for workdir in workdirs_here(config):
         done += release(workdir)
+    if forget_device_state(f"results/{config['campaign']}"):  # unfinished cells restart from mkfs
+        done.append(f"forgot the device state of unfinished cells in results/{config['campaign']}/state")
     print("\n".join(done) or "nothing to release")
     return 0
 

@@ -1,4 +1,4 @@
-"""Baselines: earlier results shown beside a campaign's own (CONTRACT.md, `baselines:`).
+"""Baselines: earlier results shown beside a campaign's own (docs/contract.md, `baselines:`).
 
 A baseline is an earlier measurements.csv or a dd log as people paste it: headings ("Raw write",
 "EXT3 read"), the dd command line, dd's closing lines in any common format and optionally the

@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,9 +248,14 @@ def repeat_plan(io: dict) -> tuple[int, int, float | None]:
     return (r["min"], r["max"], r["target_ci"]) if isinstance(r, dict) else (r, r, None)
 
 
+# How a cell's test is spelled in its path, e.g. seq-1MiB-buffered-1s; one regex reads it back.
+TEST_PATTERN = r"(?P<pattern>seq|rand)-(?P<bs>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<io>buffered|direct)-(?P<streams>\d+)s"
+TEST_RE = re.compile(TEST_PATTERN)
+
+
 @dataclass(frozen=True)
 class Cell:
-    """One measurement: a write and the read of what it wrote."""
+    """One measurement: a write and the read of what it wrote, on one host, array and target, in one repeat."""
 
     host: str
     array: str
@@ -264,6 +270,20 @@ class Cell:
     def test(self) -> str:
         io = "direct" if self.direct else "buffered"
         return f"{self.pattern}-{format_size(self.block_size)}-{io}-{self.streams}s"
+
+    @property
+    def path(self) -> str:
+        """The cell's folder under runs/ (and state/, logs/): host/array/target/test; the repeat is below it."""
+        return f"{self.host}/{self.array}/{self.target}/{self.test}"
+
+    @classmethod
+    def from_wildcards(cls, host: str, array: str, target: str, test: str, rep) -> "Cell":
+        """The cell a job's wildcards name (rules/common.smk), the inverse of `path` and `rep`."""
+        m = TEST_RE.fullmatch(test)
+        if m is None:
+            raise ValueError(f"not a test: {test!r}; allowed: {TEST_PATTERN}")
+        return cls(host, array, target, m["pattern"], parse_size(m["bs"]), m["io"] == "direct",
+                   int(m["streams"]), int(rep))  # fmt: skip
 
 
 def targets(config: dict, array: str) -> list[str]:

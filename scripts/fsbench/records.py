@@ -9,7 +9,7 @@ import os
 import tempfile
 from pathlib import Path
 
-# The columns of measurements.csv and baselines.csv, in order (CONTRACT.md).
+# The columns of measurements.csv and baselines.csv, in order (docs/contract.md).
 COLUMNS = [
     "campaign", "host", "array", "target", "fs_type", "op", "pattern", "block_size", "direct",
     "streams", "rep", "bytes", "seconds", "mb_s", "seconds_durable", "mb_s_durable", "engine",

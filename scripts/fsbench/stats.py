@@ -413,7 +413,7 @@ def summary_blocks(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | 
         blocks += [
             Heading(2, "Baselines"),
             Para(
-                "Earlier figures (CONTRACT.md `baselines:`), summarized exactly as this campaign's. "
+                "Earlier figures (docs/contract.md `baselines:`), summarized exactly as this campaign's. "
                 "For a pasted dd log each figure is one dd run: its rate as dd printed it, and as durable "
                 "its shell `real` line where there is one."
             ),

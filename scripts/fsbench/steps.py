@@ -1,169 +1,149 @@
-"""The workflow's steps as plain functions: each takes settings, acts on the real system, returns a record.
+"""The device steps of a cell as plain functions: prepare_array, mkfs, mount, write, read.
 
-A step script in scripts/ only unpacks `snakemake.params` and writes what these return.
-Every step checks the real state it depends on (sysfs, mountinfo, blkid, the file's inode)
-instead of trusting the flag files that connect the steps in the DAG.
+Each takes the cell's settings and the record of the step before it, checks that the real state is what
+that record says (sysfs, blkid, mountinfo, the file's inode) instead of trusting the files that connect
+the steps in the DAG, acts, and returns its own record. A step script in scripts/ only unpacks
+`snakemake.params` and writes what these return; its log gets a few lines a person reads.
 """
 
 import errno
 import hashlib
-import importlib
+import logging
+import mmap
 import os
 import socket
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-from . import devices, engine, guards, provenance
-from .config import ALL_HOSTS, LOCAL, hosts
-from .records import COLUMNS, flags_for, rate, write_json
-from .system import output, run
+from . import arrays, devices, engine, provenance
+from .arrays import ArrayState
+from .engines import run_engine
+from .hosts import check_host
+from .records import COLUMNS, flags_for, rate
 
 IDENTITY_BYTES = 4096  # the head of the data, hashed, to tell our data from anything else
-ENGINES = {"python": "engine", "dd": "ddengine", "fio": "fioengine"}
+log = logging.getLogger("fsbench")
 
 
-def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Path:
-    """Where an array's images and mount point live: <scratch>/<campaign>/<array>, and <array>.<host> when
-    the campaign names hosts, so that a scratch directory (or a path array) shared by several nodes never
-    mixes their loop images or data."""
-    return Path(scratch) / campaign / (array if host == LOCAL else f"{array}.{host}")
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
-def workdirs_here(config: dict) -> list[Path]:
-    """Every folder of the campaign that may hold something on this host: its arrays as measured from here,
-    and its share of all-hosts cells. Another node's folders are released on that node."""
-    here = short_hostname()
-    names = [h for h in hosts(config) if h in (LOCAL, here)] + [part_host(here)]
-    return [array_dir(config["scratch"], config["campaign"], a, h) for h in names for a in config["arrays"]]
+def prepare_array(spec: dict, name: str, host: str, workdir) -> dict:
+    """Make the array (loop images, md) and record what it is: devices, sizes, models, loop backing."""
+    check_host(host)
+    started, t0 = _now(), time.perf_counter()
+    state = arrays.attach(spec, workdir, name)
+    for info in state.info:
+        log.info("%s: %s", name, ", ".join(f"{k} {v}" for k, v in info.items() if v != ""))
+    return {"step": "prepare_array", "array": name, "host": host, "spec": spec, "state": state.as_record(),
+            "started_at": started, "seconds": time.perf_counter() - t0, "machine": provenance.machine()}  # fmt: skip
 
 
-def part_host(host: str) -> str:
-    """The host segment of a host's own folder for its share of all-hosts cells (fsbench.together)."""
-    return f"{ALL_HOSTS}-{host}"
-
-
-def short_hostname() -> str:
-    return socket.gethostname().split(".")[0]
-
-
-def check_host(host: str) -> None:
-    """A cell for a named host must run there: on Slurm its job is pinned with --nodelist."""
-    here = socket.gethostname()
-    if host not in (LOCAL, here, short_hostname()):
-        raise devices.DeviceError(
-            f"this cell is for host '{host}' but runs on '{here}': with hosts in the campaign, run it "
-            "through Slurm (--profile profiles/slurm) so that each host's cells land on that node"
-        )
-
-
-def measure_cell(cell: dict, workdir) -> dict:
-    """One cell and repeat, start to end: the array set up as the cell needs it (each step a no-op when it
-    already is), then the write, then the read of what was written."""
+def bring_up(cell: dict, array_record: dict, workdir) -> ArrayState:
+    """The array as prepare_array recorded it, attached again if a release took it down since."""
     check_host(cell["host"])
-    state = attach(cell["array_spec"], workdir, cell["array"])
-    if cell["fs"]:
-        state = mount(make_filesystem(state, cell["fs"], workdir), cell["fs"], workdir)
-    written = measure_write(state, cell, workdir)
-    return {"write": written, "read": measure_read(written, cell, workdir)}
+    state = arrays.attach(cell["array_spec"], workdir, cell["array"])
+    recorded = tuple(array_record["state"]["devices"])
+    if state.devices != recorded:
+        log.info("array %s brought up again: %s (recorded as %s)", cell["array"], ", ".join(state.devices),
+                 ", ".join(recorded))  # fmt: skip
+    return state
 
 
-def attach(array: dict, workdir, name: str = "") -> dict:
-    """Bring the array's devices up (or check its directory); returns them with what sysfs says of them.
+def mkfs(cell: dict, array_record: dict, workdir) -> dict:
+    """Make the cell's filesystem, unless the device already holds exactly it, made in this round.
 
-    Every check runs before anything is written: a real device must pass the guards, and an md array
-    is refused at once where the kernel has no md driver.
+    Each round (repeat) makes every filesystem afresh; the round's later cells of that filesystem reuse it.
     """
-    kind, key = array["kind"], f"arrays.{name}"
-    if kind == "path":
-        return attach_path(array["path"], workdir, key)
-    if kind == "loop":
-        devs = devices.attach_loop_images(Path(workdir) / "images", array["members"], array["size"])
-    else:
-        devs = [array["device"]] if kind == "device" else array["devices"]
-    state = {"kind": kind, "devices": devs, "members": devs}
-    check_writable(state, workdir, key)
-    if kind == "mdadm" or array.get("level") is not None:
-        why = guards.md_support()
-        if why:
-            raise devices.DeviceError(f"{key} (kind {kind}, RAID {array['level']}): {why}; nothing was written")
-        md = assemble_md(devs, array, workdir)
-        state |= {"devices": [md], "md": md}
-    return state | {"info": [device_info(d) for d in state["devices"]]}
-
-
-def check_writable(state: dict, workdir, key: str = "array") -> None:
-    """Refuse to write unless every member is ours: a loop image of this campaign, or a device passing the guards."""
-    own = str((Path(workdir) / "mnt").resolve())  # our own mount of it is no objection
-    if "md" in state:  # the members are held by our own md array now: that array must be free
-        guards.check_device(state["md"], [state["md"]], key, own_mount=own)
-        return
-    for dev in state["members"]:
-        if state["kind"] == "loop":
-            devices.check_ours(dev, workdir)
-        else:  # listed in allow_destroy: checked with the config
-            guards.check_device(dev, state["members"], key, own_mount=own)
-
-
-def assemble_md(members: list[str], array: dict, workdir) -> str:
-    """Create the md array over `members` (not reached on kernels without md: attach stops before)."""
-    md = guards.md_name(Path(workdir).parent.name, Path(workdir).name)
-    if not os.path.exists(md):
-        run(guards.mdadm_create_argv(md, array["level"], array["chunk"], members))
-    write_json(Path(workdir) / "md.json", {"md": md, "members": members})
-    return md
-
-
-def attach_path(path: str, workdir, key: str) -> dict:
-    """A directory on an existing filesystem: nothing to attach, make or mount; fsbench writes in a subfolder."""
-    if not os.path.isdir(path):
-        raise devices.DeviceError(f"{key}.path: {path} is not an existing directory")
-    data = Path(path) / f"fsbench-{Path(workdir).parent.name}-{Path(workdir).name}"
-    data.mkdir(exist_ok=True)
-    write_json(Path(workdir) / "path.json", {"data": str(data)})  # for release
-    fs_type = output(["findmnt", "-n", "-o", "FSTYPE", "-T", str(data)])
-    source = output(["findmnt", "-n", "-o", "SOURCE", "-T", str(data)])
-    return {"kind": "path", "devices": [], "members": [], "path": str(data), "fs_type": fs_type,
-            "info": [{"path": path, "fs_type": fs_type, "source": source}]}  # fmt: skip
-
-
-def device_info(dev: str) -> dict:
-    """What the kernel says about a block device: size, model, queue settings, loop backing."""
-    name = Path(os.path.realpath(dev)).name
-    sys_block = Path("/sys/class/block") / name
-
-    def read(rel: str) -> str:
-        try:
-            return (sys_block / rel).read_text().strip()
-        except OSError:
-            return ""
-
-    info = {
-        "device": dev,
-        "size_bytes": int(read("size") or 0) * 512,
-        "model": read("device/model") or ("loop" if name.startswith("loop") else ""),
-        "rotational": read("queue/rotational"),
-        "scheduler": read("queue/scheduler"),
-        "logical_block_size": read("queue/logical_block_size"),
-        "max_sectors_kb": read("queue/max_sectors_kb"),
-    }
-    if name.startswith("loop"):
-        info["loop_backing_file"] = read("loop/backing_file")
-        info["loop_direct_io"] = read("loop/dio")
-    return info
-
-
-def make_filesystem(state: dict, fs: dict, workdir) -> dict:
-    """Make `fs` on the array unless it already holds exactly that filesystem."""
+    state = bring_up(cell, array_record, workdir)
+    fs = cell["fs"]
+    started, t0 = _now(), time.perf_counter()
     made = devices.ensure_filesystem(
-        state["devices"], Path(workdir) / "mnt", fs["type"], fs["mkfs"], fs["fingerprint"],
-        Path(workdir) / "filesystem.json", guard=lambda: check_writable(state, workdir),
+        list(state.devices), Path(workdir) / "mnt", fs["type"], fs["mkfs"], f"{fs['fingerprint']}/rep{cell['rep']}",
+        Path(workdir) / "filesystem.json", guard=lambda: arrays.check_writable(state, workdir),
     )  # fmt: skip
-    return state | {"filesystem": made}
+    seconds = time.perf_counter() - t0
+    if made["made_now"]:
+        log.info("made %s on %s in %.2f s: %s", fs["type"], state.devices[0], seconds, " ".join(made["mkfs_argv"]))
+    else:
+        log.info(
+            "reused %s %s on %s, made for this round by an earlier cell", fs["type"], made["uuid"], state.devices[0]
+        )
+    filesystem = {k: made[k] for k in ("fs_type", "uuid", "fingerprint", "mkfs_argv", "mkfs_readback", "devices")}
+    return {"step": "mkfs", "cell": cell, "made": made["made_now"], "started_at": started, "seconds": seconds,
+            "array": state.as_record(), "filesystem": filesystem}  # fmt: skip
 
 
-def mount(state: dict, fs: dict, workdir) -> dict:
-    made = state["filesystem"]
-    found = devices.ensure_mounted(state["devices"][0], Path(workdir) / "mnt", fs["type"], fs["mount"], made["uuid"])
-    return state | {"mount": {"mountpoint": found.mountpoint, "options": found.options, "asked": fs["mount"]}}
+def mount(cell: dict, mkfs_record: dict, workdir) -> dict:
+    """Mount the filesystem mkfs made (or find it mounted as asked); the kernel's view of the options kept."""
+    check_host(cell["host"])
+    state, fs = ArrayState.from_record(mkfs_record["array"]), mkfs_record["filesystem"]
+    arrays.check_writable(state, workdir, f"arrays.{cell['array']}")
+    dev, mnt = state.devices[0], Path(workdir) / "mnt"
+    found = devices.probe(dev)["uuid"]
+    if found != fs["uuid"]:
+        raise devices.DeviceError(
+            f"{dev} no longer holds the {fs['fs_type']} filesystem {fs['uuid']} that mkfs made (found "
+            f"{found or 'none'}): another step changed the device in between"
+        )
+    before = devices.mount_at(mnt)
+    started, t0 = _now(), time.perf_counter()
+    current = devices.ensure_mounted(dev, mnt, fs["fs_type"], cell["fs"]["mount"], fs["uuid"])
+    mounted_now = before is None or before.source != dev
+    asked = ",".join(cell["fs"]["mount"]) or "defaults"
+    log.info("%s %s at %s; asked %s, the kernel reports %s", "mounted" if mounted_now else "found mounted",
+             dev, mnt, asked, current.options)  # fmt: skip
+    return {"step": "mount", "cell": cell, "mounted": mounted_now, "started_at": started,
+            "seconds": time.perf_counter() - t0, "array": state.as_record(), "filesystem": fs,
+            "mount": {"mountpoint": current.mountpoint, "source": current.source, "fstype": current.fstype,
+                      "options": current.options, "asked": cell["fs"]["mount"]}}  # fmt: skip
+
+
+def setup_for_write(cell: dict, record: dict, workdir) -> dict:
+    """What the write works on, from the step before it: the mount (filesystems), or the array (raw, path)."""
+    if record["step"] == "mount":
+        return record["array"] | {"filesystem": record["filesystem"], "mount": record["mount"]}
+    state = bring_up(cell, record, workdir)
+    if cell["target"] == "path":
+        state = arrays.data_folder(state, workdir)
+    return state.as_record()
+
+
+def write(cell: dict, record: dict, workdir) -> dict:
+    """The write step: the cell's data written (and flushed) on the state the step before left."""
+    written = measure_write(setup_for_write(cell, record, workdir), cell, workdir)
+    _log_figure(written)
+    return written
+
+
+def read(cell: dict, write_record: dict, workdir) -> dict:
+    """The read step: what the write made, read back from a cache made cold and then measured."""
+    check_host(cell["host"])
+    done = measure_read(write_record, cell, workdir)
+    _log_figure(done)
+    return done
+
+
+def run_cell(cell: dict, workdir) -> dict:
+    """Every step of one cell in order without Snakemake (a library user, the tests): the records by step."""
+    records = {"prepare_array": prepare_array(cell["array_spec"], cell["array"], cell["host"], workdir)}
+    before = records["prepare_array"]
+    if cell["fs"]:
+        records["mkfs"] = mkfs(cell, before, workdir)
+        records["mount"] = before = mount(cell, records["mkfs"], workdir)
+    records["write"] = write(cell, before, workdir)
+    records["read"] = read(cell, records["write"], workdir)
+    return records
+
+
+def _log_figure(record: dict) -> None:
+    row = record["row"]
+    log.info("%s: %d bytes in %.3f s = %.1f MB/s (%.3f s = %.1f MB/s durable)%s", row["op"], row["bytes"],
+             row["seconds"], row["mb_s"], row["seconds_durable"], row["mb_s_durable"],
+             f"; flags: {row['flags']}" if row["flags"] else "")  # fmt: skip
+    log.info("command: %s", record["command"])
 
 
 def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
@@ -180,12 +160,7 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
     return engine.Job(streams, size, cell["block_size"], cell["pattern"], direct, cell["data"], seed)
 
 
-def run_engine(name: str, op: str, job: engine.Job) -> dict:
-    module = importlib.import_module(f".{ENGINES[name]}", __package__)
-    return getattr(module, op)(job)
-
-
-def _check_state(state: dict, cell: dict, workdir) -> None:
+def _ready_for_io(state: dict, cell: dict, workdir) -> None:
     """Fail fast unless the array is in the state this cell needs: raw unmounted, or our filesystem mounted."""
     if cell["target"] == "path":
         if not os.path.isdir(state["path"]):
@@ -197,7 +172,7 @@ def _check_state(state: dict, cell: dict, workdir) -> None:
     if cell["target"] == "raw":
         if current:
             devices.unmount(mnt)
-        check_writable(state, workdir)
+        arrays.check_writable(ArrayState.from_record(state), workdir)
         return
     uuid = state["filesystem"]["uuid"]
     if current is None or current.source != dev or devices.probe(dev)["uuid"] != uuid:
@@ -208,9 +183,25 @@ def _check_state(state: dict, cell: dict, workdir) -> None:
 
 
 def _head(stream: engine.Stream) -> str:
-    with open(stream.path, "rb") as f:
-        f.seek(stream.offset)
-        return hashlib.sha256(f.read(IDENTITY_BYTES)).hexdigest()
+    """The hash of the data's first bytes, read without leaving them in the page cache: O_DIRECT where the
+    filesystem has it (the read's cache check runs after this), else a plain read whose pages are then dropped."""
+    buf = mmap.mmap(-1, IDENTITY_BYTES)  # page-aligned, as O_DIRECT needs
+    try:
+        fd = os.open(stream.path, os.O_RDONLY | os.O_DIRECT)
+        try:
+            return hashlib.sha256(buf[: os.preadv(fd, [buf], stream.offset)]).hexdigest()
+        finally:
+            os.close(fd)
+    except OSError as e:
+        if e.errno != errno.EINVAL:  # EINVAL: no O_DIRECT here (tmpfs) or an unaligned offset
+            raise
+    fd = os.open(stream.path, os.O_RDONLY)
+    try:
+        digest = hashlib.sha256(os.pread(fd, IDENTITY_BYTES, stream.offset)).hexdigest()
+        os.posix_fadvise(fd, stream.offset, IDENTITY_BYTES, os.POSIX_FADV_DONTNEED)
+        return digest
+    finally:
+        os.close(fd)
 
 
 def _row(cell: dict, op: str, result: dict) -> dict:
@@ -230,7 +221,7 @@ def _row(cell: dict, op: str, result: dict) -> dict:
     return row
 
 
-def _record(cell: dict, op: str, result: dict, state: dict, **extra) -> dict:
+def measurement_record(cell: dict, op: str, result: dict, state: dict, **extra) -> dict:
     row = _row(cell, op, result) | ({"fs_type": state["fs_type"]} if cell["target"] == "path" else {})
     return {"row": row, "command": result["command"], "streams": result["streams"],
             "cell": cell, "setup": state, "machine": provenance.machine(), **extra}  # fmt: skip
@@ -244,7 +235,7 @@ def free_bytes(path) -> int:
 
 def measure_write(state: dict, cell: dict, workdir) -> dict:
     """Write the cell's data (timing the flush too) and record how to recognise it again."""
-    _check_state(state, cell, workdir)
+    _ready_for_io(state, cell, workdir)
     job = job_for(state, cell, workdir, "write")
     files = [s.path for s in job.streams if not s.device]
     for path in files:
@@ -274,7 +265,7 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
         st = os.stat(stream.path)
         identity.append({"path": stream.path, "offset": stream.offset, "st_dev": st.st_dev, "st_ino": st.st_ino,
                          "size": st.st_size, "head_sha256": _head(stream)})  # fmt: skip
-    return _record(cell, "write", result, state, identity=identity)
+    return measurement_record(cell, "write", result, state, identity=identity)
 
 
 def make_cold(job: engine.Job, method: str, state: dict, workdir) -> str:
@@ -301,17 +292,19 @@ def make_cold(job: engine.Job, method: str, state: dict, workdir) -> str:
 def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     """Read back exactly what the write made, from a cache emptied and then measured."""
     state = write_record["setup"]
-    _check_state(state, cell, workdir)
+    _ready_for_io(state, cell, workdir)
     job = job_for(state, cell, workdir, "read")
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)
     how = make_cold(job, cell["cache"], state, workdir)
+    for stream, ident in zip(job.streams, write_record["identity"], strict=True):
+        _check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
     cached = [engine.resident_fraction(s.path, job.size, s.offset) for s in job.streams]
     result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
     for stream in job.streams:
         if not stream.device:
             os.unlink(stream.path)  # keep the filesystem's free space the same for the next cell
-    return _record(cell, "read", result, state, cache_method=how, cached_before_per_stream=cached)
+    return measurement_record(cell, "read", result, state, cache_method=how, cached_before_per_stream=cached)
 
 
 def _check_identity(stream: engine.Stream, ident: dict) -> None:

@@ -2,8 +2,9 @@
 then reads them back, all starting together. The cell's figure is the total bytes over the common wall
 time, from the first host's start to the last host's end; each host's own figure is kept beside it.
 
-The cell's job runs on one node; it starts one part per host with srun (one task per node) under Slurm,
-or, with this host as the only one, as a plain subprocess. The parts meet at a start time given to them.
+The write and the read are each a job (rules write and read) on one node; it starts one part per host
+with srun (one task per node) under Slurm, or, with this host as the only one, as a plain subprocess.
+The parts meet at a start time given to them.
 """
 
 import json
@@ -12,8 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from . import devices, engine, steps
+from . import arrays, devices, engine, steps
 from .config import ALL_HOSTS
+from .hosts import array_dir, check_host, part_host, short_hostname
 from .records import flags_for, read_json, write_json
 from .system import run
 
@@ -24,18 +26,18 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 def part_workdir(scratch: str, campaign: str, array: str, host: str) -> Path:
     """Each host's own folder for the cell (and so its own data folder on the shared path); see workdirs_here."""
-    return steps.array_dir(scratch, campaign, array, steps.part_host(host))
+    return array_dir(scratch, campaign, array, part_host(host))
 
 
 def part(cell: dict, op: str, start_at: float, scratch: str, record_dir: str) -> dict:
     """One host's share of one op, run on that host: wait for the common start, measure, keep the record."""
-    host = steps.short_hostname()
+    host = short_hostname()
     workdir = part_workdir(scratch, cell["campaign"], cell["array"], host)
     workdir.mkdir(parents=True, exist_ok=True)
-    state = steps.attach_path(cell["array_spec"]["path"], workdir, f"arrays.{cell['array']}")
+    state = arrays.data_folder(arrays.attach(cell["array_spec"], workdir, cell["array"]), workdir)
     time.sleep(max(0.0, start_at - time.time()))
     if op == "write":
-        record = steps.measure_write(state, cell, workdir)
+        record = steps.measure_write(state.as_record(), cell, workdir)
     else:
         record = steps.measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
         devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
@@ -56,7 +58,7 @@ def part_argv(hosts: list[str], args: list[str]) -> list[str]:
             f"the all-hosts cell of {', '.join(hosts)} needs Slurm to start a part on each: run it with "
             "--profile profiles/slurm (only a campaign whose one host is this one runs it without)"
         )
-    steps.check_host(hosts[0])
+    check_host(hosts[0])
     return me
 
 
@@ -69,25 +71,22 @@ def part_env() -> dict:
     return env | {"PYTHONPATH": str(PACKAGE_DIR)}
 
 
-def measure(cell: dict, hosts: list[str], scratch: str, record_dir) -> dict:
-    """Write on every host at once, then read on every host at once; one record per op for the whole cell."""
+def measure(cell: dict, op: str, hosts: list[str], scratch: str, record_dir) -> dict:
+    """`op` (write, then in its own job read) on every host at once; one record for the whole cell."""
     record_dir = Path(record_dir)
     record_dir.mkdir(parents=True, exist_ok=True)
     spec = record_dir / "cell.json"
     spec.write_text(json.dumps(cell))
-    records = {}
-    for op in ("write", "read"):
-        for host in hosts:
-            (record_dir / f"{host}-{op}.json").unlink(missing_ok=True)
-        start_at = time.time() + START_DELAY
-        argv = part_argv(hosts, [str(spec), op, repr(start_at), scratch, str(record_dir)])
-        run(argv, timeout=None, env=part_env())
-        parts = [read_json(record_dir / f"{host}-{op}.json") for host in hosts]
-        result = engine.aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
-        if op == "read":
-            result["cached_before"] = sum(p["row"]["cached_before"] for p in parts) / len(parts)
-        record = steps._record(cell, op, result, parts[0]["setup"], parts=[p["row"] for p in parts])
-        record["row"]["host"] = ALL_HOSTS
-        record["row"]["flags"] = flags_for(record["row"], cell["size"] * cell["streams"] * len(hosts))
-        records[op] = record
-    return records
+    for host in hosts:
+        (record_dir / f"{host}-{op}.json").unlink(missing_ok=True)
+    start_at = time.time() + START_DELAY
+    argv = part_argv(hosts, [str(spec), op, repr(start_at), scratch, str(record_dir)])
+    run(argv, timeout=None, env=part_env())
+    parts = [read_json(record_dir / f"{host}-{op}.json") for host in hosts]
+    result = engine.aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
+    if op == "read":
+        result["cached_before"] = sum(p["row"]["cached_before"] for p in parts) / len(parts)
+    record = steps.measurement_record(cell, op, result, parts[0]["setup"], parts=[p["row"] for p in parts])
+    record["row"]["host"] = ALL_HOSTS
+    record["row"]["flags"] = flags_for(record["row"], cell["size"] * cell["streams"] * len(hosts))
+    return record

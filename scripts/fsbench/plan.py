@@ -1,0 +1,123 @@
+"""The campaign as Snakemake jobs: each cell's settings (the params of its steps), the order its jobs run
+in (their priority), and the state files that chain a cell's device steps within one run.
+
+Everything here is plain Python the rules call (rules/common.smk); each function is cheap and memoised,
+because Snakemake calls it once per job when it plans a campaign of thousands of cells.
+"""
+
+import functools
+import itertools
+from pathlib import Path
+
+from .config import ALL_HOSTS, LOCAL, TEST_PATTERN, Cell, all_targets, fingerprint, hosts, repeat_plan
+
+# A cell's device steps leave a state file each (temp in Snakemake: gone once the next step has run). The
+# step after it needs that file, so Snakemake reruns a step whose successor must run: a write is always
+# preceded, in the same run, by the mount and mkfs it writes on. Releasing the storage deletes them.
+STATE_STEPS = ("mkfs", "mount", "write")
+
+# The wildcards of the rules, as regexes: what a path segment may be.
+WILDCARDS = {
+    "host": "[A-Za-z0-9][A-Za-z0-9.-]*",
+    "array": "[A-Za-z0-9][A-Za-z0-9_-]*",
+    "test": TEST_PATTERN.replace("?P<pattern>", "?:")
+    .replace("?P<bs>", "?:")
+    .replace("?P<io>", "?:")
+    .replace("?P<streams>", "?:"),
+    "rep": r"\d+",
+    "k": r"\d+",
+}
+
+
+def forget_device_state(results) -> list[str]:
+    """Delete every state file under results/<campaign>/state: after a release no device holds what they say,
+    so the next run redoes each unfinished cell from its mkfs. Finished cells keep their records."""
+    gone = sorted(Path(results, "state").glob("**/*.ready"))
+    for path in gone:
+        path.unlink(missing_ok=True)
+    return [str(p) for p in gone]
+
+
+def describe(cell: dict, step: str) -> str:
+    """How a step's message names its cell: 'mkfs of demo/ext4/seq-1MiB-buffered-1s rep 1'."""
+    where = f"{cell['array']}/{cell['target']}/{cell['test']}"
+    host = "" if cell["host"] == LOCAL else f" on {cell['host']}"
+    return f"{step} of {where} rep {cell['rep']}{host}"
+
+
+class Plan:
+    """A validated campaign's cells as the rules see them."""
+
+    def __init__(self, campaign: dict):
+        self.campaign = campaign
+        self.io = campaign["io"]
+        self.targets = all_targets(campaign)
+        self.hosts = hosts(campaign) + [ALL_HOSTS]
+        self.min_reps, self.max_reps, self.target_ci = repeat_plan(self.io)
+        tests = itertools.product(self.io["block_sizes"], self.io["patterns"], self.io["direct"], self.io["streams"])
+        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1).test for bs, p, d, s in tests]
+        self.fingerprints = {
+            (a, name): fingerprint(fs, spec)
+            for a, spec in campaign["arrays"].items()
+            for name, fs in campaign["filesystems"].items()
+        }
+
+    @functools.cache  # noqa: B019 (one Plan per run: its cache lives as long as it)
+    def cell_spec(self, host: str, array: str, target: str, test: str, rep) -> dict:
+        """Everything that decides one measurement: a change to any of it re-measures the cell."""
+        cell = Cell.from_wildcards(host, array, target, test, rep)
+        spec = self.campaign["arrays"][array]
+        fs = self.campaign["filesystems"].get(target)
+        return {
+            "campaign": self.campaign["campaign"],
+            "host": host,
+            "array": array,
+            "target": target,
+            "fs_type": fs["type"] if fs else target,
+            "pattern": cell.pattern,
+            "block_size": cell.block_size,
+            "direct": cell.direct,
+            "streams": cell.streams,
+            "rep": cell.rep,
+            "test": test,
+            "size": self.io["size"],
+            "data": self.io["data"],
+            "engine": self.io["engine"],
+            "cache": self.io["cache"],
+            "array_spec": spec,
+            # The fingerprint changes when anything that shapes the filesystem changes.
+            "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
+        }
+
+    @functools.cache  # noqa: B019
+    def device_spec(self, host: str, array: str, target: str, test: str, rep) -> dict:
+        """What mkfs and mount depend on: the array, the filesystem, the cell and its repeat (not the I/O)."""
+        keep = ("campaign", "host", "array", "target", "fs_type", "test", "rep", "array_spec", "fs")
+        full = self.cell_spec(host, array, target, test, rep)
+        return {k: full[k] for k in keep}
+
+    @functools.cached_property
+    def _order(self) -> dict:
+        return {
+            "host": {h: i for i, h in enumerate(self.hosts)},
+            "array": {a: i for i, a in enumerate(self.campaign["arrays"])},
+            "target": {t: i for i, t in enumerate(self.targets)},
+            "test": {t: i for i, t in enumerate(self.tests)},
+        }
+
+    @property
+    def top_priority(self) -> int:
+        o = self._order
+        return (self.max_reps + 1) * len(o["host"]) * len(o["array"]) * len(o["target"]) * len(o["test"]) + 1
+
+    def priority(self, host: str, array: str, target: str, test: str, rep) -> int:
+        """Every job of a cell and repeat shares one priority, and no two cells share one: with one device job at
+        a time (storage_io=1) the scheduler then runs a cell's steps back to back, mkfs to read, and nothing
+        reaches the device between a write and its read. Repeats run in rounds (every cell's rep 1, then every
+        rep 2, ...) so that drift over time spreads over all cells; within a round hosts, arrays, then
+        targets in config order (raw first), then tests."""
+        o = self._order
+        seq = int(rep) - 1
+        for name, value in (("host", host), ("array", array), ("target", target), ("test", test)):
+            seq = seq * len(o[name]) + o[name][value]
+        return self.top_priority - 1 - seq

@@ -1,0 +1,19 @@
+"""read: make the cache cold, prove it, and read back what the write made; on every host at once for an
+all-hosts cell."""
+
+from pathlib import Path
+
+from fsbench import steps, together
+from fsbench.config import ALL_HOSTS
+from fsbench.plan import describe
+from fsbench.records import read_json, write_json
+from fsbench.steplog import run_step
+
+p = snakemake.params
+what = describe(p.cell, "read")
+if p.cell["host"] == ALL_HOSTS:
+    parts = Path(snakemake.output[0]).parent / "hosts"
+    record = run_step(snakemake.log[0], together.measure, p.cell, "read", p.hosts, p.scratch, parts, what=what)
+else:
+    record = run_step(snakemake.log[0], steps.read, p.cell, read_json(snakemake.input.write), p.workdir, what=what)
+write_json(snakemake.output[0], record)

@@ -1,0 +1,19 @@
+"""write: write the cell's data and flush it, timed; on every host at once for an all-hosts cell."""
+
+from pathlib import Path
+
+from fsbench import steps, together
+from fsbench.config import ALL_HOSTS
+from fsbench.plan import describe
+from fsbench.records import read_json, write_json
+from fsbench.steplog import run_step
+
+p, out = snakemake.params, snakemake.output
+what = describe(p.cell, "write")
+if p.cell["host"] == ALL_HOSTS:
+    parts = Path(out.record).parent / "hosts"  # each host's own records, beside the cell's
+    record = run_step(snakemake.log[0], together.measure, p.cell, "write", p.hosts, p.scratch, parts, what=what)
+else:
+    record = run_step(snakemake.log[0], steps.write, p.cell, read_json(snakemake.input.setup), p.workdir, what=what)
+write_json(out.record, record)
+Path(out.ready).touch()

@@ -1,0 +1,177 @@
+"""Each device step fails cleanly on its own: a fault injected at mkfs, at mount, under a write (the device
+vanishes) and before a read (the data is not what its write made) ends the run with one line naming the step,
+the cell and the cause; nothing stays attached or mounted, no state is left for the next run to trust, and
+the same command then completes the campaign.
+
+mkfs and mount fail through a tool of the same name first on PATH that fails while a marker file exists and
+otherwise runs the real one; the device vanishes for real (its image truncated, the loop device resized to
+nothing) while the blkio throttle holds the write under way.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from fsbench import devices
+
+from conftest import (
+    REPO,
+    SNAKEMAKE,
+    all_loop_devices,
+    held,
+    needs_root,
+    needs_throttle,
+    run_campaign,
+    throttle,
+)
+
+pytestmark = [needs_root, pytest.mark.e2e]
+
+MiB = 2**20
+CELL = "demo/ext4/seq-1MiB-buffered-1s rep 1"
+
+
+def campaign(scratch, name, **io) -> dict:
+    return {
+        "campaign": name,
+        "scratch": str(scratch),
+        "arrays": {"demo": {"kind": "loop", "size": "192MiB"}},
+        "raw": False,
+        "filesystems": {"ext4": {"type": "ext4"}},
+        "io": {"size": "16MiB", "block_sizes": ["1MiB"], "repeats": 1} | io,
+    }
+
+
+def shim(bindir: Path, tool: str, marker: Path, fault: str) -> None:
+    """`tool` first on PATH: while `marker` exists it runs `fault` (shell; REAL is the real tool), else the real
+    tool."""
+    real = shutil.which(tool)
+    bindir.mkdir(exist_ok=True)
+    script = bindir / tool
+    script.write_text(f'#!/bin/sh\nREAL={real}\nif [ -e "{marker}" ]; then\n{fault}\nfi\nexec "$REAL" "$@"\n')
+    script.chmod(0o755)
+
+
+def path_env(bindir: Path) -> dict:
+    return {"PATH": f"{bindir}:{os.environ['PATH']}"}
+
+
+def assert_clean_failure(proc, scratch, work, name, said_by_step: str) -> None:
+    said = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"fsbench: {said_by_step}" in said, said[-3000:]
+    assert not held(scratch)
+    assert not list((work / "results" / name / "state").glob("**/*.ready"))  # no state for the next run to trust
+
+
+def assert_complete(work, name) -> pd.DataFrame:
+    df = pd.read_csv(work / "results" / name / "measurements.csv")
+    assert sorted(df.op) == ["read", "write"] and (df.bytes == df.bytes.max()).all()
+    return df
+
+
+def test_mkfs_fails(scratch, tmp_path):
+    marker, bindir = tmp_path / "fail-mkfs", tmp_path / "bin"
+    shim(bindir, "mkfs.ext4", marker, 'echo "mkfs.ext4: injected fault" >&2; exit 1')
+    marker.touch()
+    config = campaign(scratch, "mkfs-fault")
+    proc = run_campaign(tmp_path, config, check=False, env=path_env(bindir))
+    assert_clean_failure(proc, scratch, tmp_path, "mkfs-fault", f"mkfs of {CELL}: ")
+    assert "mkfs.ext4: injected fault" in proc.stderr
+    assert not (tmp_path / "results/mkfs-fault/runs/local/demo/ext4").exists()
+    marker.unlink()
+    run_campaign(tmp_path, config, env=path_env(bindir))
+    assert_complete(tmp_path, "mkfs-fault")
+    assert not held(scratch)
+
+
+def test_mount_fails(scratch, tmp_path):
+    marker, bindir = tmp_path / "fail-mount", tmp_path / "bin"
+    shim(bindir, "mount", marker, 'echo "mount: injected fault" >&2; exit 32')
+    marker.touch()
+    config = campaign(scratch, "mount-fault")
+    proc = run_campaign(tmp_path, config, check=False, env=path_env(bindir))
+    assert_clean_failure(proc, scratch, tmp_path, "mount-fault", f"mount of {CELL}: ")
+    assert "mount: injected fault" in proc.stderr
+    rep = tmp_path / "results/mount-fault/runs/local/demo/ext4/seq-1MiB-buffered-1s/rep1"
+    assert (rep / "mkfs.json").exists() and not (rep / "mount.json").exists()
+    marker.unlink()
+    run_campaign(tmp_path, config, env=path_env(bindir))
+    assert_complete(tmp_path, "mount-fault")
+    assert not held(scratch)
+
+
+def test_the_read_refuses_data_its_write_did_not_make(scratch, tmp_path):
+    """cache: remount makes the read unmount and mount again; the mount here then overwrites the head of every
+    data file, as a filesystem that lost data across a remount would. The read must refuse, and the next run
+    must measure the write again rather than read the bad file or stop at it forever."""
+    marker, bindir = tmp_path / "corrupt", tmp_path / "bin"
+    # the real mount, then the first 4 KiB of each data file under the mount point (the last argument) overwritten
+    corrupt = """"$REAL" "$@" || exit $?
+for last; do :; done
+for f in "$last"/fsbench-*.dat; do
+  [ -e "$f" ] && dd if=/dev/urandom of="$f" bs=4096 count=1 conv=notrunc,fsync status=none
+done
+exit 0"""
+    shim(bindir, "mount", marker, corrupt)
+    marker.touch()
+    config = campaign(scratch, "read-fault", cache="remount")
+    proc = run_campaign(tmp_path, config, check=False, env=path_env(bindir))
+    assert_clean_failure(proc, scratch, tmp_path, "read-fault", f"read of {CELL}: refusing to read ")
+    assert "its first bytes are not the ones written" in proc.stderr
+    rep = tmp_path / "results/read-fault/runs/local/demo/ext4/seq-1MiB-buffered-1s/rep1"
+    first_write = (rep / "write.json").read_text()
+    assert not (rep / "read.json").exists()
+    marker.unlink()
+    run_campaign(tmp_path, config, env=path_env(bindir))
+    assert_complete(tmp_path, "read-fault")
+    assert (rep / "write.json").read_text() != first_write  # the write was measured again, then its read
+    assert not held(scratch)
+
+
+@needs_throttle
+def test_the_device_vanishes_mid_write(scratch, tmp_path):
+    """Every loop device is held at 8 MB/s before the campaign starts, so its 64 MiB direct write takes 8 s;
+    once the data file exists, the image under the loop device is truncated and the device resized to
+    nothing: the write fails with the kernel's error, named by step and cell."""
+    name = "vanish"
+    config = campaign(scratch, name, size="64MiB", direct=[True])
+    cfg = tmp_path / "campaign.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(cfg)]
+    loops = all_loop_devices()
+    for dev in loops:
+        throttle(dev, 8 * 10**6)
+    run = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)  # fmt: skip
+    try:
+        image = scratch / name / "demo" / "images" / "member0.img"
+        for _ in range(1200):
+            if list(scratch.rglob("fsbench-*.dat")):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("no write started")
+        device = next(d for d, b in devices.loop_backing().items() if b == str(image))
+        os.truncate(image, 0)
+        subprocess.run(["losetup", "--set-capacity", device], check=True)
+        out, err = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        for dev in loops:
+            throttle(dev, 0)
+    proc = subprocess.CompletedProcess(argv, run.returncode, out, err)
+    assert_clean_failure(proc, scratch, tmp_path, name, "write of demo/ext4/seq-1MiB-direct-1s rep 1: ")
+    assert not list((tmp_path / "results" / name / "runs").rglob("write.json"))
+    run_campaign(tmp_path, config)
+    assert_complete(tmp_path, name)
+    assert not held(scratch)
