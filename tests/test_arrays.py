@@ -3,8 +3,12 @@ that refuse a device in use. Every device here is a loop device the test made it
 
 import hashlib
 import json
+import os
+import re
+import signal
 import subprocess
 import time
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
@@ -37,12 +41,13 @@ def campaign(scratch, name, arrays, **extra):
 
 
 def records(work: Path, name: str, target: str) -> list[Path]:
-    """The records of one target: results/<campaign>/runs/<host>/<array>/<target>/<test>/rep<r>/<op>.json."""
-    return sorted((work / "results" / name / "runs").glob(f"*/*/{target}/*/rep*/*.json"))
+    """The measurements of one target: results/<campaign>/runs/<host>/<array>/<target>/<test>/rep<r>/<op>.json."""
+    found = (work / "results" / name / "runs").glob(f"*/*/{target}/*/rep*/*.json")
+    return sorted(p for p in found if p.name in ("write.json", "read.json"))
 
 
 def setup(record: Path) -> dict:
-    """What the measure step found or made on the array for that measurement."""
+    """What the steps before the write found or made on the array for that measurement."""
     return json.loads(record.read_text())["setup"]
 
 
@@ -53,7 +58,7 @@ def test_device_array_runs_end_to_end_and_stays_attached(scratch, disk, tmp_path
     df = pd.read_csv(tmp_path / "results/dev/measurements.csv")
     assert sorted(set(df.target)) == ["ext4", "raw"] and len(df) == 8
     assert disk in devices.loop_backing()  # not ours to detach
-    mnt = scratch / "c" / "dev" / "d" / "mnt"  # where the measure steps mounted ext4, as their records say
+    mnt = scratch / "c" / "dev" / "d" / "mnt"  # where the mount steps mounted ext4, as their records say
     assert {setup(r).get("mount", {}).get("mountpoint") for r in records(tmp_path, "dev", "ext4")} == {str(mnt)}
     assert devices.mount_at(mnt) is None  # ...and unmounted again at the end
     prov = json.loads((tmp_path / "results/dev/provenance.json").read_text())
@@ -96,25 +101,65 @@ def test_md_member_and_swap_parsers():
     assert guards.active_swaps(swaps) == {"/dev/zram0"}
 
 
+def proc_state(pid: int) -> str | None:
+    """The one-letter state of process `pid` (R, S, T for stopped, Z...), None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+@contextmanager
+def frozen_holding(argv: list[str], cwd: Path, log: Path, lock: Path, holder: str):
+    """Run `argv` in a process group of its own until it holds `lock`, then freeze the group (SIGSTOP) for the
+    body; afterwards it continues and is waited for. A twin of test_faults.frozen_holding, which says more."""
+    with log.open("w") as out:
+        run = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            said = re.search(holder, lock.read_text()) if lock.exists() else None
+            try:  # a file left by an earlier run names a pid outside this group
+                if said and os.getpgid(int(said[1])) == run.pid:
+                    break
+            except ProcessLookupError:
+                pass
+            if run.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the first run never held {lock}:\n{log.read_text()[-3000:]}")
+            time.sleep(0.01)
+        os.killpg(run.pid, signal.SIGSTOP)
+        pid = int(said[1])
+        while proc_state(pid) != "T":  # stopped while it still holds the lock, not gone before
+            if proc_state(pid) in (None, "Z") or time.monotonic() > deadline:
+                pytest.fail(f"pid {pid} ended before it could be held:\n{log.read_text()[-3000:]}")
+            time.sleep(0.01)
+        yield run
+    finally:
+        with suppress(ProcessLookupError):  # the group is gone when the run ended early
+            os.killpg(run.pid, signal.SIGCONT)
+        try:
+            run.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+            raise
+
+
 def test_two_campaigns_cannot_share_a_device(scratch, disk, tmp_path):
     first_cfg = campaign(scratch, "one", {"d": {"kind": "device", "device": disk}}, allow_destroy=[disk])
     first_cfg["io"]["size"] = "96MiB"
     cfg = tmp_path / "one.yaml"
     cfg.write_text(yaml.safe_dump(first_cfg))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(cfg)]
-    first = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        for _ in range(300):
-            if any(p.read_text().startswith("campaign 'one'") for p in guards.LOCK_DIR.glob("*.lock")):
-                break
-            time.sleep(0.1)
+    rdev = os.stat(disk).st_rdev  # the lock guards.lock_device takes on it
+    lock = guards.LOCK_DIR / f"{os.major(rdev)}_{os.minor(rdev)}.lock"
+    log = tmp_path / "one.log"
+    with frozen_holding(argv, tmp_path, log, lock, r"^campaign 'one', pid (\d+)$") as first:
         second = campaign(scratch, "two", {"d": {"kind": "device", "device": disk}}, allow_destroy=[disk])
         proc = run_campaign(tmp_path / "two", second, check=False)
         assert proc.returncode != 0
         assert f"{disk} is in use by another campaign: campaign 'one'" in proc.stdout + proc.stderr
-    finally:
-        out, _ = first.communicate(timeout=600)
-    assert first.returncode == 0, out[-3000:]
+    assert first.returncode == 0, log.read_text()[-3000:]
 
 
 def test_path_array_runs_without_mkfs_or_mount(scratch, tmp_path):
@@ -131,9 +176,11 @@ def test_path_array_runs_without_mkfs_or_mount(scratch, tmp_path):
         assert (df.fs_type == fs_type).all() and (df.bytes == 32 * MiB).all()
         log = proc.stdout + proc.stderr
         assert "target=path" in log and "target=raw" not in log
-        step_log = (tmp_path / "results/path/logs/measure/local/p/path/seq-1MiB-buffered-1s/rep1.log").read_text()
-        assert step_log.count("done: ") == 1 and "mkfs" not in step_log and "mount" not in step_log
-        path_records = records(tmp_path, "path", "path")  # the measure step made and mounted nothing
+        logs = tmp_path / "results/path/logs"
+        step_log = (logs / "write/local/p/path/seq-1MiB-buffered-1s/rep1.log").read_text()
+        assert step_log.count("write: 33554432 bytes") == 1 and step_log.count("done in") == 1
+        assert not (logs / "mkfs").exists() and not (logs / "mount").exists()  # no mkfs or mount step ran
+        path_records = records(tmp_path, "path", "path")  # the steps made and mounted nothing
         assert len(path_records) == 2 and all(setup(r)["kind"] == "path" for r in path_records)
         assert not any({"filesystem", "mount"} & setup(r).keys() for r in path_records)
         assert not list((tmp_path / "results/path/runs").glob("*/*/raw"))

@@ -5,6 +5,8 @@
 
 Clients then need SLURM_CONF=DIR/slurm.conf in their environment. No systemd, no cgroups, no
 accounting database: job status comes from squeue, finished jobs are kept MinJobAge seconds.
+Jobs do not inherit SLURM_CONF, so /etc/slurm/slurm.conf is made a link to DIR/slurm.conf while it runs; if
+that file belongs to another Slurm (it is not a link to a slurm.conf this script wrote), start refuses.
 
 NODES > 1 adds nodes fsbench-n2, fsbench-n3, …: each a slurmd in a network namespace of its own (a veth
 to this host, 10.231.0.N) and a UTS namespace naming it, so that its jobs see their own host name. They
@@ -24,6 +26,8 @@ PACKAGES = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client
 NET = "10.231.0"  # this host is .1 on the veths, node N is .N
 # Sets the namespace's host name, then becomes the daemon; the names come as arguments, never as code.
 AS_NODE = 'hostname "$0" && exec "$@"'
+MARK = "# Slurm made by tools/slurm_local.py"  # the first line of every slurm.conf written here
+SYSTEM_CONF = Path("/etc/slurm/slurm.conf")  # where srun inside a job looks (SLURM_CONF is not passed on)
 
 
 class Unavailable(RuntimeError):
@@ -63,7 +67,7 @@ def config(base: Path, n: int = 1) -> str:
         nodes = [f"NodeName={node} NodeAddr={NET}.{i} {shape} State=UNKNOWN"
                  for i, node in enumerate([name, *extra_nodes(n)], start=1)]  # fmt: skip
     names = ",".join([name, *extra_nodes(n)])
-    return f"""# Slurm made by tools/slurm_local.py ({n} node(s))
+    return f"""{MARK} ({n} node(s))
 ClusterName=fsbench
 SlurmctldHost={ctld}
 SlurmUser=root
@@ -92,6 +96,49 @@ MpiDefault=none
 {chr(10).join(nodes)}
 PartitionName=main Nodes={names} Default=YES MaxTime=INFINITE State=UP
 """
+
+
+def _written_here(conf: Path) -> bool:
+    try:
+        return conf.read_text().startswith(MARK)
+    except OSError:
+        return False
+
+
+def check_system_conf(conf: Path) -> None:
+    """Raise Unavailable unless SYSTEM_CONF is free for `conf`: missing, already a link to it, or a link left
+    by an earlier start (its slurm.conf was written here and its slurmctld is gone, or its folder is gone)."""
+    foreign = (
+        f"{SYSTEM_CONF} belongs to another Slurm (tools/slurm_local.py did not write it{{}}): srun inside a job "
+        "would read it and not reach this cluster; move it away to run the local Slurm here"
+    )
+    if not SYSTEM_CONF.is_symlink():
+        if SYSTEM_CONF.exists():
+            raise Unavailable(foreign.format(""))
+        return
+    target = SYSTEM_CONF.resolve()
+    if target == conf.resolve() or not target.exists():
+        return
+    if not _written_here(target):
+        raise Unavailable(foreign.format(f", it links to {target}"))
+    ctld = target.parent / "slurmctld.pid"
+    if ctld.exists() and Path(f"/proc/{ctld.read_text().split()[0]}").exists():
+        raise Unavailable(f"another local Slurm runs from {target.parent}: stop it first (slurm_local.py stop DIR)")
+
+
+def claim_system_conf(conf: Path) -> None:
+    """Make SYSTEM_CONF a link to `conf`, replacing a link an earlier start left; Unavailable if it is not free."""
+    check_system_conf(conf)
+    if SYSTEM_CONF.is_symlink():
+        SYSTEM_CONF.unlink()
+    SYSTEM_CONF.parent.mkdir(parents=True, exist_ok=True)
+    SYSTEM_CONF.symlink_to(conf)
+
+
+def release_system_conf(conf: Path) -> None:
+    """Remove SYSTEM_CONF if it is the link claim_system_conf(conf) made."""
+    if SYSTEM_CONF.is_symlink() and SYSTEM_CONF.resolve() == conf.resolve():
+        SYSTEM_CONF.unlink()
 
 
 def _net(argv: list[str]) -> None:
@@ -131,17 +178,20 @@ def remove_namespaces(base: Path) -> list[str]:
 
 def start(base: Path, n: int = 1) -> dict:
     """Start the daemons (n nodes); returns the environment clients need."""
-    install()
     base = base.resolve()
+    check_system_conf(base / "slurm.conf")  # before anything is installed or started
+    install()
     for sub in ["state", "log"] + [f"spool-{node}" for node in extra_nodes(n)]:
         (base / sub).mkdir(parents=True, exist_ok=True)
     conf = base / "slurm.conf"
     conf.write_text(config(base, n))
+    claim_system_conf(conf)  # jobs do not inherit SLURM_CONF: srun inside a job reads /etc/slurm/slurm.conf
     (base / "namespaces").write_text(" ".join(extra_nodes(n)))
     try:
         add_namespaces(n)
     except Unavailable:
         remove_namespaces(base)
+        release_system_conf(conf)
         raise
     run_munge = Path("/run/munge")
     run_munge.mkdir(exist_ok=True)
@@ -150,11 +200,6 @@ def start(base: Path, n: int = 1) -> dict:
     munge_pid.unlink(missing_ok=True)
     subprocess.run(["runuser", "-u", "munge", "--", _which("munged"), f"--pid-file={munge_pid}"], check=True)
     shutil.copy(munge_pid, base / "munged.pid")
-    # Jobs do not inherit SLURM_CONF (srun inside a job looks in /etc/slurm): point it at ours, if free.
-    system_conf = Path("/etc/slurm/slurm.conf")
-    if not system_conf.exists() and not system_conf.is_symlink():
-        system_conf.parent.mkdir(parents=True, exist_ok=True)
-        system_conf.symlink_to(conf)
     name = config(base, 1).split("NodeName=")[1].split()[0]
     (base / f"spool-{name}").mkdir(exist_ok=True)
     daemons = [[_which("slurmctld"), "-f", str(conf)], [_which("slurmd"), "-f", str(conf), "-N", name]]
@@ -197,9 +242,7 @@ def stop(base: Path) -> list[str]:
             pass
         pid_file.unlink(missing_ok=True)  # a daemon may remove its own on the way out
         stopped.append(f"{daemon} ({pid})")
-    system_conf = Path("/etc/slurm/slurm.conf")
-    if system_conf.is_symlink() and system_conf.resolve() == (base / "slurm.conf").resolve():
-        system_conf.unlink()
+    release_system_conf(base / "slurm.conf")
     return stopped + remove_namespaces(base)
 
 

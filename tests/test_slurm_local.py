@@ -1,0 +1,103 @@
+"""tools/slurm_local.py tells its own /etc/slurm/slurm.conf from another Slurm's, without starting Slurm:
+SYSTEM_CONF points at a file under tmp_path, never at the real /etc/slurm."""
+
+import re
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import REPO, slurm_cluster
+
+sys.path.insert(0, str(REPO / "tools"))
+import slurm_local  # noqa: E402
+
+FOREIGN = "ClusterName=elsewhere\nSlurmctldHost=head01\n"
+
+
+@pytest.fixture
+def system_conf(tmp_path, monkeypatch):
+    """Where slurm_local looks for the system's slurm.conf, here a path under tmp_path; nothing may be
+    installed or started."""
+    path = tmp_path / "etc" / "slurm" / "slurm.conf"
+    path.parent.mkdir(parents=True)
+    monkeypatch.setattr(slurm_local, "SYSTEM_CONF", path)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("slurm_local went on to install or start Slurm")
+
+    monkeypatch.setattr(slurm_local, "install", refuse)
+    return path
+
+
+def own_conf(base):
+    base.mkdir(parents=True, exist_ok=True)
+    conf = base / "slurm.conf"
+    conf.write_text(f"{slurm_local.MARK} (1 node(s))\nClusterName=fsbench\n")
+    return conf
+
+
+def test_a_foreign_file_is_refused_in_one_line_and_left_alone(system_conf, tmp_path):
+    system_conf.write_text(FOREIGN)
+    with pytest.raises(slurm_local.Unavailable) as refused:
+        slurm_local.start(tmp_path / "slurm")
+    said = str(refused.value)
+    assert "\n" not in said and said.startswith(f"{system_conf} belongs to another Slurm"), said
+    assert "did not write it" in said and "move it away" in said
+    assert system_conf.read_text() == FOREIGN and not system_conf.is_symlink()
+    assert not (tmp_path / "slurm").exists()  # refused before anything was made
+
+
+def test_a_link_to_a_foreign_file_is_refused(system_conf, tmp_path):
+    elsewhere = tmp_path / "other" / "slurm.conf"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(FOREIGN)
+    system_conf.symlink_to(elsewhere)
+    said = f"belongs to another Slurm .*it links to {re.escape(str(elsewhere))}"
+    with pytest.raises(slurm_local.Unavailable, match=said):
+        slurm_local.start(tmp_path / "slurm")
+    assert system_conf.resolve() == elsewhere
+
+
+def test_the_tests_skip_with_that_reason(system_conf, tmp_path):
+    system_conf.write_text(FOREIGN)
+    reason = f"no 1-node Slurm here: {system_conf} belongs to another Slurm"
+    with pytest.raises(pytest.skip.Exception, match=re.escape(reason)):
+        with slurm_cluster(tmp_path / "slurm"):
+            pass
+
+
+def test_a_conf_written_here_is_recognised_as_its_own(system_conf, tmp_path, monkeypatch):
+    node = "NodeName=box CPUs=2 Boards=1 SocketsPerBoard=1 RealMemory=3900 UpTime=0-01:00:00\n"
+    conf = tmp_path / "slurm" / "slurm.conf"
+    conf.parent.mkdir()
+    with monkeypatch.context() as m:  # `slurmd -C`, as if Slurm were installed
+        m.setattr(subprocess, "run", lambda *a, **kw: SimpleNamespace(stdout=node, returncode=0))
+        conf.write_text(slurm_local.config(conf.parent))
+    slurm_local.claim_system_conf(conf)
+    assert system_conf.resolve() == conf
+    slurm_local.check_system_conf(conf)  # its own link, as start() finds it again
+    slurm_local.release_system_conf(conf)
+    assert not system_conf.exists() and not system_conf.is_symlink()
+
+
+def test_links_left_by_an_earlier_start_are_replaced(system_conf, tmp_path):
+    stale = own_conf(tmp_path / "earlier")  # its slurmctld is gone: no pid file
+    system_conf.symlink_to(stale)
+    conf = own_conf(tmp_path / "now")
+    slurm_local.claim_system_conf(conf)
+    assert system_conf.resolve() == conf
+    system_conf.unlink()
+    system_conf.symlink_to(tmp_path / "deleted" / "slurm.conf")  # its folder is gone
+    slurm_local.claim_system_conf(conf)
+    assert system_conf.resolve() == conf
+
+
+def test_a_running_local_slurm_is_not_taken_over(system_conf, tmp_path):
+    running = own_conf(tmp_path / "running")
+    (running.parent / "slurmctld.pid").write_text("1\n")  # a live pid
+    system_conf.symlink_to(running)
+    with pytest.raises(slurm_local.Unavailable, match=re.escape(f"another local Slurm runs from {running.parent}")):
+        slurm_local.claim_system_conf(own_conf(tmp_path / "now"))
+    assert system_conf.resolve() == running
