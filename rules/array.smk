@@ -11,10 +11,8 @@ rule prepare_array:
     conda:
         "../envs/fsbench.yaml"
     resources:
+        **DEVICE_RESOURCES,
         storage_io=1,
-        nodes=nodes_for,
-        tasks=nodes_for,
-        slurm_extra=pin_to_host,
     params:
         spec=lambda wildcards: CAMPAIGN["arrays"][wildcards.array],
         array=lambda wildcards: wildcards.array,
@@ -34,8 +32,8 @@ rule release:
     conda:
         "../envs/fsbench.yaml"
     resources:
+        **DEVICE_RESOURCES,
         storage_io=1,
-        slurm_extra=pin_to_host,
     params:
         workdir=workdir,
     script:

@@ -27,8 +27,8 @@ CELL = "{host}/{array}/{target}/{test}"
 
 
 wildcard_constraints:
-    target="|".join(TARGETS),
     **WILDCARDS,
+    target="|".join(TARGETS),
 
 
 def record_file(step, rep="{rep}", cell=CELL):
@@ -54,15 +54,21 @@ def workdir(wildcards):
 
 
 def cell_spec(wildcards):
-    return PLAN.cell_spec(wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep)
+    return PLAN.cell_spec(
+        wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep
+    )
 
 
 def device_spec(wildcards):
-    return PLAN.device_spec(wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep)
+    return PLAN.device_spec(
+        wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep
+    )
 
 
 def cell_priority(wildcards):
-    return PLAN.priority(wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep)
+    return PLAN.priority(
+        wildcards.host, wildcards.array, wildcards.target, wildcards.test, wildcards.rep
+    )
 
 
 def write_input(wildcards):
@@ -84,6 +90,31 @@ def pin_to_host(wildcards):
 def nodes_for(wildcards):
     """An all-hosts step runs one part on every host: Slurm must give it all of them (sbatch --nodes/--ntasks)."""
     return len(CAMPAIGN["hosts"]) if wildcards.host == ALL_HOSTS else 1
+
+
+# What every device step asks the scheduler for besides storage_io. With hosts, each job is pinned to its
+# node and an all-hosts step gets every host; without, constants: Snakemake inspects each function's
+# signature for every job it plans.
+if CAMPAIGN["hosts"]:
+    DEVICE_RESOURCES = {
+        "nodes": nodes_for,
+        "tasks": nodes_for,
+        "slurm_extra": pin_to_host,
+    }
+else:
+    DEVICE_RESOURCES = {"slurm_extra": "--exclusive"} if CAMPAIGN["exclusive"] else {}
+
+
+def stream_threads(wildcards):
+    return cell_spec(wildcards)["streams"]
+
+
+# One thread per stream (on Slurm: --cpus-per-task); a constant where every cell has as many streams.
+THREADS = (
+    CAMPAIGN["io"]["streams"][0]
+    if len(CAMPAIGN["io"]["streams"]) == 1
+    else stream_threads
+)
 
 
 def cell_outputs(host=None, array=None):
@@ -163,7 +194,8 @@ def check_cluster_hosts():
 
 def release_all():
     """Whatever happened, leave nothing of this campaign attached or mounted on this host; the state files
-    of unfinished cells go too, so that the next run redoes them from mkfs (rules/filesystem.smk)."""
+    of unfinished cells go too, so that the next run redoes them from mkfs (rules/filesystem.smk).
+    """
     for folder in workdirs_here(CAMPAIGN):
         release(folder)
     forget_device_state(RESULTS)

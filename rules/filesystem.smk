@@ -19,11 +19,10 @@ rule mkfs:
     conda:
         "../envs/fsbench.yaml"
     resources:
+        **DEVICE_RESOURCES,
         storage_io=1,
-        slurm_extra=pin_to_host,
     params:
         cell=device_spec,
-        workdir=workdir,
     script:
         "../scripts/mkfs.py"
 
@@ -41,10 +40,9 @@ rule mount:
     conda:
         "../envs/fsbench.yaml"
     resources:
+        **DEVICE_RESOURCES,
         storage_io=1,
-        slurm_extra=pin_to_host,
     params:
         cell=device_spec,
-        workdir=workdir,
     script:
         "../scripts/mount.py"

@@ -15,15 +15,12 @@ rule write:
     priority: cell_priority
     conda:
         "../envs/fsbench.yaml"
-    threads: lambda wildcards: cell_spec(wildcards)["streams"]  # one per stream (Slurm: --cpus-per-task)
+    threads: THREADS
     resources:
+        **DEVICE_RESOURCES,
         storage_io=1,
-        nodes=nodes_for,
-        tasks=nodes_for,  # one part per node: sbatch --ntasks (else Slurm gives one node)
-        slurm_extra=pin_to_host,
     params:
         cell=cell_spec,
-        workdir=workdir,
         hosts=CAMPAIGN["hosts"],
         scratch=CAMPAIGN["scratch"],
     script:
@@ -41,15 +38,12 @@ rule read:
     priority: cell_priority
     conda:
         "../envs/fsbench.yaml"
-    threads: lambda wildcards: cell_spec(wildcards)["streams"]
+    threads: THREADS
     resources:
+        **DEVICE_RESOURCES,
         storage_io=1,
-        nodes=nodes_for,
-        tasks=nodes_for,
-        slurm_extra=pin_to_host,
     params:
         cell=cell_spec,
-        workdir=workdir,
         hosts=CAMPAIGN["hosts"],
         scratch=CAMPAIGN["scratch"],
     script:

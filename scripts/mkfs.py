@@ -9,7 +9,7 @@ from fsbench.steps import mkfs
 
 p = snakemake.params
 record = run_step(
-    snakemake.log[0], mkfs, p.cell, read_json(snakemake.input.array), p.workdir, what=describe(p.cell, "mkfs")
+    snakemake.log[0], mkfs, p.cell, read_json(snakemake.input.array), p.cell["workdir"], what=describe(p.cell, "mkfs")
 )
 write_json(snakemake.output.record, record)
 Path(snakemake.output.ready).touch()

@@ -9,7 +9,7 @@ from fsbench.steps import mount
 
 p = snakemake.params
 record = run_step(
-    snakemake.log[0], mount, p.cell, read_json(snakemake.input.mkfs), p.workdir, what=describe(p.cell, "mount")
+    snakemake.log[0], mount, p.cell, read_json(snakemake.input.mkfs), p.cell["workdir"], what=describe(p.cell, "mount")
 )
 write_json(snakemake.output.record, record)
 Path(snakemake.output.ready).touch()

@@ -15,5 +15,7 @@ if p.cell["host"] == ALL_HOSTS:
     parts = Path(snakemake.output[0]).parent / "hosts"
     record = run_step(snakemake.log[0], together.measure, p.cell, "read", p.hosts, p.scratch, parts, what=what)
 else:
-    record = run_step(snakemake.log[0], steps.read, p.cell, read_json(snakemake.input.write), p.workdir, what=what)
+    record = run_step(
+        snakemake.log[0], steps.read, p.cell, read_json(snakemake.input.write), p.cell["workdir"], what=what
+    )
 write_json(snakemake.output[0], record)

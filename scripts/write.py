@@ -14,6 +14,8 @@ if p.cell["host"] == ALL_HOSTS:
     parts = Path(out.record).parent / "hosts"  # each host's own records, beside the cell's
     record = run_step(snakemake.log[0], together.measure, p.cell, "write", p.hosts, p.scratch, parts, what=what)
 else:
-    record = run_step(snakemake.log[0], steps.write, p.cell, read_json(snakemake.input.setup), p.workdir, what=what)
+    record = run_step(
+        snakemake.log[0], steps.write, p.cell, read_json(snakemake.input.setup), p.cell["workdir"], what=what
+    )
 write_json(out.record, record)
 Path(out.ready).touch()

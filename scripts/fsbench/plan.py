@@ -10,6 +10,7 @@ import itertools
 from pathlib import Path
 
 from .config import ALL_HOSTS, LOCAL, TEST_PATTERN, Cell, all_targets, fingerprint, hosts, repeat_plan
+from .hosts import array_dir
 
 # A cell's device steps leave a state file each (temp in Snakemake: gone once the next step has run). The
 # step after it needs that file, so Snakemake reruns a step whose successor must run: a write is always
@@ -87,12 +88,14 @@ class Plan:
             "array_spec": spec,
             # The fingerprint changes when anything that shapes the filesystem changes.
             "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
+            # Where the array's images, mount point and state live on the host (fsbench.hosts.array_dir).
+            "workdir": str(array_dir(self.campaign["scratch"], self.campaign["campaign"], array, host)),
         }
 
     @functools.cache  # noqa: B019
     def device_spec(self, host: str, array: str, target: str, test: str, rep) -> dict:
         """What mkfs and mount depend on: the array, the filesystem, the cell and its repeat (not the I/O)."""
-        keep = ("campaign", "host", "array", "target", "fs_type", "test", "rep", "array_spec", "fs")
+        keep = ("campaign", "host", "array", "target", "fs_type", "test", "rep", "array_spec", "fs", "workdir")
         full = self.cell_spec(host, array, target, test, rep)
         return {k: full[k] for k in keep}
 
