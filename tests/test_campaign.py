@@ -228,7 +228,7 @@ def test_report_shows_every_plot_in_a_real_browser(seed_run, seed_report, tmp_pa
     with Browser(exe, tmp_path / "profile", failure_shot=shots / "failure.png") as b:
         b.open(seed_report.as_uri())
         b.wait_for(f"!!({menu_link('Plots')} && {menu_link('Tables')} && {menu_link('Provenance')})")
-        assert "measured bare (raw)" in b.js("document.body.innerText")  # the workflow description
+        assert "ran only write and read" in b.js("document.body.innerText")  # the workflow description
         b.screenshot(shots / "start.png")
 
         open_category(b, "Plots", [f"results/seed/plots/{name}.png" for name in plots])

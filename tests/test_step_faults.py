@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -136,13 +137,11 @@ exit 0"""
     assert not held(scratch)
 
 
-@needs_throttle
-def test_the_device_vanishes_mid_write(scratch, tmp_path):
-    """Every loop device is held at 8 MB/s before the campaign starts, so its 64 MiB direct write takes 8 s;
-    once the data file exists, the image under the loop device is truncated and the device resized to
-    nothing: the write fails with the kernel's error, named by step and cell."""
-    name = "vanish"
-    config = campaign(scratch, name, size="64MiB", direct=[True])
+@contextmanager
+def write_under_way(tmp_path, scratch, config):
+    """Run the campaign with every loop device held at 8 MB/s (set before it starts), so that its 64 MiB direct
+    write takes 8 s; yields (process, argv) once the write's data file exists. Afterwards the limits are gone
+    and no process of the run is left."""
     cfg = tmp_path / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(cfg)]
@@ -152,25 +151,51 @@ def test_the_device_vanishes_mid_write(scratch, tmp_path):
     run = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)  # fmt: skip
     try:
-        image = scratch / name / "demo" / "images" / "member0.img"
         for _ in range(1200):
             if list(scratch.rglob("fsbench-*.dat")):
                 break
             time.sleep(0.05)
         else:
             pytest.fail("no write started")
-        device = next(d for d, b in devices.loop_backing().items() if b == str(image))
-        os.truncate(image, 0)
-        subprocess.run(["losetup", "--set-capacity", device], check=True)
-        out, err = run.communicate(timeout=600)
+        yield run, argv
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
         for dev in loops:
             throttle(dev, 0)
+
+
+@needs_throttle
+def test_the_device_vanishes_mid_write(scratch, tmp_path):
+    """Once the data file exists, the image under the loop device is truncated and the device resized to
+    nothing: the write fails with the kernel's error, named by step and cell."""
+    name = "vanish"
+    config = campaign(scratch, name, size="64MiB", direct=[True])
+    with write_under_way(tmp_path, scratch, config) as (run, argv):
+        image = scratch / name / "demo" / "images" / "member0.img"
+        device = next(d for d, b in devices.loop_backing().items() if b == str(image))
+        os.truncate(image, 0)
+        subprocess.run(["losetup", "--set-capacity", device], check=True)
+        out, err = run.communicate(timeout=600)
     proc = subprocess.CompletedProcess(argv, run.returncode, out, err)
     assert_clean_failure(proc, scratch, tmp_path, name, "write of demo/ext4/seq-1MiB-direct-1s rep 1: ")
+    assert not list((tmp_path / "results" / name / "runs").rglob("write.json"))
+    run_campaign(tmp_path, config)
+    assert_complete(tmp_path, name)
+    assert not held(scratch)
+
+
+@needs_throttle
+def test_ctrl_c_mid_write_then_the_same_command_finishes(scratch, tmp_path):
+    """Ctrl-C in the terminal (SIGINT to the whole foreground process group) while a write is under way: the
+    run stops, leaves no measurement of the interrupted cell, and the same command then completes it."""
+    name = "interrupted"
+    config = campaign(scratch, name, size="64MiB", direct=[True])
+    with write_under_way(tmp_path, scratch, config) as (run, _):
+        os.killpg(run.pid, signal.SIGINT)
+        run.communicate(timeout=600)
+    assert run.returncode != 0
     assert not list((tmp_path / "results" / name / "runs").rglob("write.json"))
     run_campaign(tmp_path, config)
     assert_complete(tmp_path, name)

@@ -1,0 +1,132 @@
+"""The campaign as jobs (fsbench.plan): a cell's path and its wildcards are one another's inverse, its params
+carry every setting, and the priorities run a cell's steps back to back, cells in rounds, targets in order."""
+
+import re
+
+import pytest
+
+from fsbench.config import ALL_HOSTS, Cell, cells, validate
+from fsbench.plan import WILDCARDS, Plan, describe, forget_device_state
+
+MiB = 2**20
+
+
+def campaign(**extra) -> dict:
+    config = {
+        "campaign": "p",
+        "scratch": "/var/tmp/fsbench-plan-test",
+        "arrays": {"a": {"kind": "loop", "size": "1GiB"}, "b": {"kind": "loop", "size": "1GiB"}},
+        "filesystems": {"ext4": {"type": "ext4"}, "xfs": {"type": "xfs", "mount": ["noatime"]}},
+        "io": {"size": "64MiB", "block_sizes": ["64KiB", "1MiB"], "patterns": ["seq", "rand"], "direct": [False, True],
+               "streams": [1, 4], "repeats": 3},
+    } | extra  # fmt: skip
+    return validate(config)
+
+
+def test_a_cell_path_reads_back_as_the_same_cell_and_matches_the_wildcards():
+    for cell in cells(campaign()):
+        host, array, target, test = cell.path.split("/")
+        assert Cell.from_wildcards(host, array, target, test, str(cell.rep)) == cell
+        assert re.fullmatch(WILDCARDS["test"], test) and re.fullmatch(WILDCARDS["host"], host)
+        assert re.fullmatch(WILDCARDS["array"], array)
+
+
+def test_a_test_that_is_not_one_is_refused():
+    with pytest.raises(ValueError, match="not a test: 'seq-1MiB-sideways-1s'"):
+        Cell.from_wildcards("local", "a", "raw", "seq-1MiB-sideways-1s", 1)
+
+
+def test_cell_spec_carries_every_setting_of_the_measurement():
+    config = campaign()
+    plan = Plan(config)
+    spec = plan.cell_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2")
+    assert spec | {"array_spec": None, "fs": None} == {
+        "campaign": "p", "host": "local", "array": "a", "target": "xfs", "fs_type": "xfs", "pattern": "rand",
+        "block_size": 64 * 1024, "direct": True, "streams": 4, "rep": 2, "test": "rand-64KiB-direct-4s",
+        "size": 64 * MiB, "data": "random", "engine": "python", "cache": "drop", "array_spec": None, "fs": None,
+        "workdir": "/var/tmp/fsbench-plan-test/p/a",
+    }  # fmt: skip
+    assert spec["array_spec"] == config["arrays"]["a"]
+    assert spec["fs"]["mount"] == ["noatime"] and spec["fs"]["name"] == "xfs" and len(spec["fs"]["fingerprint"]) == 16
+    assert plan.cell_spec("local", "a", "raw", "seq-1MiB-buffered-1s", "1")["fs"] is None
+    # mkfs and mount depend on the filesystem and the cell, not on how the I/O is done
+    device = plan.device_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2")
+    assert set(device) == {"campaign", "host", "array", "target", "fs_type", "test", "rep", "array_spec", "fs",
+                           "workdir"}  # fmt: skip
+    engine_changed = Plan(campaign(io=config["io"] | {"engine": "fio"}))
+    assert engine_changed.device_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2") == device
+    assert engine_changed.cell_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2") != spec
+
+
+def test_a_filesystem_fingerprint_changes_with_its_options_only():
+    before = Plan(campaign()).cell_spec("local", "a", "xfs", "seq-1MiB-buffered-1s", "1")["fs"]["fingerprint"]
+    ext4 = Plan(campaign()).cell_spec("local", "a", "ext4", "seq-1MiB-buffered-1s", "1")["fs"]["fingerprint"]
+    changed = campaign(filesystems={"ext4": {"type": "ext4"}, "xfs": {"type": "xfs", "mount": ["relatime"]}})
+    after = Plan(changed)
+    assert after.cell_spec("local", "a", "xfs", "seq-1MiB-buffered-1s", "1")["fs"]["fingerprint"] != before
+    assert after.cell_spec("local", "a", "ext4", "seq-1MiB-buffered-1s", "1")["fs"]["fingerprint"] == ext4
+
+
+def test_priorities_are_one_per_cell_in_rounds_then_hosts_arrays_targets_tests():
+    config = campaign(hosts=["n1", "n2"])
+    plan = Plan(config)
+    order = sorted(cells(config), key=lambda c: -plan.priority(c.host, c.array, c.target, c.test, c.rep))
+    keys = [plan.priority(c.host, c.array, c.target, c.test, c.rep) for c in order]
+    assert len(set(keys)) == len(keys)  # no two cells share a priority: a cell's steps run back to back
+    assert max(keys) < plan.top_priority and min(keys) >= 0
+    assert [c.rep for c in order] == sorted(c.rep for c in order)  # every rep 1 before any rep 2
+    first_round = [c for c in order if c.rep == 1]
+    assert [c.host for c in first_round] == sorted(c.host for c in first_round)
+    for _, group in _runs(first_round, lambda c: (c.host, c.array)):
+        targets = [c.target for c in group]
+        assert targets == sorted(targets, key=["raw", "ext4", "xfs"].index)  # raw first, then config order
+        for _, same_target in _runs(group, lambda c: c.target):
+            assert [c.test for c in same_target] == plan.tests  # tests in campaign order
+
+
+def test_an_adaptive_campaign_orders_its_extra_repeats_after_the_planned_ones():
+    config = campaign(io={"size": "64MiB", "block_sizes": ["1MiB"], "repeats": {"min": 2, "max": 5, "target_ci": 0.1}})
+    plan = Plan(config)
+    later = plan.priority("local", "b", "raw", "seq-1MiB-buffered-1s", 5)
+    assert 0 <= later < min(plan.priority(c.host, c.array, c.target, c.test, c.rep) for c in cells(config))
+
+
+def test_all_hosts_cells_have_their_own_place_in_the_order(tmp_path):
+    config = validate({
+        "campaign": "p", "scratch": str(tmp_path), "hosts": ["n1", "n2"],
+        "arrays": {"shared": {"kind": "path", "path": str(tmp_path), "all_hosts": True}},
+        "io": {"size": "1MiB", "block_sizes": ["1MiB"], "repeats": 2},
+    })  # fmt: skip
+    plan = Plan(config)
+    found = {(c.host, c.rep): plan.priority(c.host, c.array, c.target, c.test, c.rep) for c in cells(config)}
+    assert {h for h, _ in found} == {"n1", "n2", ALL_HOSTS} and len(set(found.values())) == len(found)
+
+
+def test_describe_names_the_step_and_the_cell():
+    spec = Plan(campaign()).cell_spec("local", "a", "ext4", "seq-1MiB-buffered-1s", "1")
+    assert describe(spec, "mkfs") == "mkfs of a/ext4/seq-1MiB-buffered-1s rep 1"
+    hosted = Plan(campaign(hosts=["n1"])).cell_spec("n1", "a", "ext4", "seq-1MiB-buffered-1s", "2")
+    assert describe(hosted, "read") == "read of a/ext4/seq-1MiB-buffered-1s rep 2 on n1"
+
+
+def test_forgetting_the_device_state_deletes_only_state_files(tmp_path):
+    ready = tmp_path / "state/local/a/ext4/seq-1MiB-buffered-1s/rep1/mount.ready"
+    released = tmp_path / "state/local/a/released.json"
+    record = tmp_path / "runs/local/a/ext4/seq-1MiB-buffered-1s/rep1/mount.json"
+    for path in (ready, released, record):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    assert forget_device_state(tmp_path) == [str(ready)]
+    assert not ready.exists() and released.exists() and record.exists()
+    assert forget_device_state(tmp_path / "nowhere") == []
+
+
+def _runs(items, key):
+    """Consecutive runs of items with the same key, in order."""
+    runs = []
+    for item in items:
+        if runs and runs[-1][0] == key(item):
+            runs[-1][1].append(item)
+        else:
+            runs.append((key(item), [item]))
+    return runs
