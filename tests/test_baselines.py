@@ -4,7 +4,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench.baselines import dd_log_rows, dd_size, load_baseline, parse_dd_log
+from fsbench.baselines import dd_log_rows, load_baseline
+from fsbench.ddlog import dd_size, parse_dd_log
 from fsbench.records import COLUMNS
 
 DATA = Path(__file__).parent / "data"

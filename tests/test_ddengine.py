@@ -67,7 +67,7 @@ def test_parse_real_dd_output_and_refuse_short_copies(tmp_path):
     parsed = ddengine.parse(proc.stderr, job, argv)
     assert parsed["records_out"] == (2, 0) and parsed["dd_seconds"] > 0
     assert float(proc.stderr.split("copied, ")[1].split(" s,")[0]) == parsed["dd_seconds"]  # as printed
-    # older GNU prints "seconds": still parsed (by baselines.parse_dd_log)
+    # older GNU prints "seconds": still parsed (by ddlog.parse_dd_log)
     old = "2+0 records in\n2+0 records out\n2097152 bytes (2.1 MB) copied, 0.25 seconds, 8.4 MB/s\n"
     assert ddengine.parse(old, job, argv)["dd_seconds"] == 0.25
     # a short source: a partial record and too few bytes, named in the error

@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 
-from fsbench.baselines import parse_dd_log
+from fsbench.ddlog import parse_dd_log
 from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
 from fsbench.system import ToolError
 

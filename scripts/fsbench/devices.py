@@ -220,22 +220,29 @@ def unmount(mountpoint) -> None:
 # --- one campaign at a time ---------------------------------------------------------------------
 
 
-def lock_campaign(workdir) -> int:
-    """Hold the campaign's lock (flock) for as long as the returned descriptor stays open.
-
-    The kernel drops it when the holder dies, even by kill -9, so a killed run never blocks the next.
-    """
-    Path(workdir).mkdir(parents=True, exist_ok=True)
-    path = Path(workdir) / ".lock"
+def hold_lock(path, owner: str) -> int | None:
+    """Take the flock on `path` and write `owner` into it; the kernel drops the lock when its holder dies, even
+    by kill -9, so a killed run never blocks the next. Returns the descriptor to keep open, or None when
+    another process holds the lock (its owner text is then in the file)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = path.read_text().strip() or "another process"
         os.close(fd)
-        raise DeviceError(f"campaign scratch {workdir} is in use by {holder}; wait for it or stop it") from None
+        return None
     os.ftruncate(fd, 0)
-    os.write(fd, f"pid {os.getpid()} ({' '.join(sys.argv)[:200]})".encode())
+    os.write(fd, owner.encode())
+    return fd
+
+
+def lock_campaign(workdir) -> int:
+    """Hold the campaign's lock for as long as the returned descriptor stays open: one run per campaign."""
+    path = Path(workdir) / ".lock"
+    fd = hold_lock(path, f"pid {os.getpid()} ({' '.join(sys.argv)[:200]})")
+    if fd is None:
+        holder = path.read_text().strip() or "another process"
+        raise DeviceError(f"campaign scratch {workdir} is in use by {holder}; wait for it or stop it")
     return fd
 
 
@@ -261,8 +268,10 @@ def release(scratch) -> list[str]:
             done.append(f"detached {dev} ({backing})")
     md = Path(root) / "md.json"
     if md.exists():  # an md array assembled over the members: stop it before they go
+        from .guards import mdadm_stop_argv  # guards imports this module
+
         name = read_json(md)["md"]
-        run(["mdadm", "--stop", name], check=False)
+        run(mdadm_stop_argv(name), check=False)
         md.unlink()
         done.append(f"stopped {name}")
     path = Path(root) / "path.json"

@@ -5,12 +5,11 @@ not mounted (itself or a partition), not the root filesystem, not active swap, n
 or device-mapper. Each refusal names the device, the reason, and what is on it.
 """
 
-import fcntl
 import os
 import stat
 from pathlib import Path
 
-from .devices import DeviceError, mounts, probe
+from .devices import DeviceError, hold_lock, mounts, probe
 from .system import run
 
 LOCK_DIR = Path("/run/lock/fsbench")
@@ -95,17 +94,10 @@ def check_device(dev: str, allow_destroy: list[str], key: str, own_mount: str | 
 
 def lock_device(dev: str, campaign: str) -> int:
     """Hold a lock on `dev` for this campaign while the returned descriptor stays open."""
-    LOCK_DIR.mkdir(parents=True, exist_ok=True)
     path = LOCK_DIR / f"{_rdev(dev).replace(':', '_')}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = path.read_text().strip()
-        os.close(fd)
-        raise DeviceError(f"{dev} is in use by another campaign: {holder}") from None
-    os.ftruncate(fd, 0)
-    os.write(fd, f"campaign '{campaign}', pid {os.getpid()}".encode())
+    fd = hold_lock(path, f"campaign '{campaign}', pid {os.getpid()}")
+    if fd is None:
+        raise DeviceError(f"{dev} is in use by another campaign: {path.read_text().strip()}")
     return fd
 
 
