@@ -1,10 +1,13 @@
 """Shared fixtures: a private scratch folder per test that is always released, and a campaign runner."""
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 import uuid
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -78,7 +81,6 @@ SEED_RUNS = [  # target, op, block size, seconds, real
 
 
 # The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.
-import re  # noqa: E402
 
 from fsbench.engine import Job, Stream  # noqa: E402
 
@@ -152,3 +154,49 @@ def all_loop_devices() -> list[str]:
 def throttle(dev: str, rate: int) -> None:
     for limit in LIMITS:
         limit.write_text(f"{dev} {rate}\n")  # 0 removes the limit
+
+
+def proc_state(pid: int) -> str | None:
+    """The one-letter state of process `pid` (R, S, T for stopped, Z...), None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+@contextmanager
+def frozen_holding(argv: list[str], cwd: Path, log: Path, lock: Path, holder: str):
+    """Run `argv` in a process group of its own until one of its processes holds `lock` (the lock file reads
+    `holder` with that pid in it, which is written only once the flock is taken), then freeze the whole group
+    (SIGSTOP) for the body, so the lock stays held however fast the run would be. Afterwards the group continues
+    and is waited for (it is never left stopped); yields the Popen, whose output goes to `log`."""
+    with log.open("w") as out:
+        run = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            said = re.search(holder, lock.read_text()) if lock.exists() else None
+            try:  # a file left by an earlier run names a pid outside this group
+                if said and os.getpgid(int(said[1])) == run.pid:
+                    break
+            except ProcessLookupError:
+                pass
+            if run.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the first run never held {lock}:\n{log.read_text()[-3000:]}")
+            time.sleep(0.01)
+        os.killpg(run.pid, signal.SIGSTOP)
+        pid = int(said[1])
+        # Alive now, it can no longer let go: it stops at its next return from the kernel, or (state D) waits
+        # in vfork for a child that is stopped too. Only its exit would have released the lock.
+        if proc_state(pid) in (None, "Z"):
+            pytest.fail(f"pid {pid} ended before it could be held:\n{log.read_text()[-3000:]}")
+        yield run
+    finally:
+        with suppress(ProcessLookupError):  # the group is gone when the run ended early
+            os.killpg(run.pid, signal.SIGCONT)
+        try:
+            run.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+            raise

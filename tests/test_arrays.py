@@ -4,11 +4,7 @@ that refuse a device in use. Every device here is a loop device the test made it
 import hashlib
 import json
 import os
-import re
-import signal
 import subprocess
-import time
-from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +13,7 @@ import yaml
 
 from fsbench import devices, guards
 
-from conftest import REPO, SNAKEMAKE, held, needs_root, run_campaign
+from conftest import REPO, SNAKEMAKE, frozen_holding, held, needs_root, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 MiB = 2**20
@@ -99,50 +95,6 @@ def test_md_member_and_swap_parsers():
     assert guards.md_members(mdstat) == {"/dev/loop3": "md127", "/dev/loop2": "md127"}
     swaps = "Filename\tType\tSize\tUsed\tPriority\n/dev/zram0 partition 1024 0 100\n"
     assert guards.active_swaps(swaps) == {"/dev/zram0"}
-
-
-def proc_state(pid: int) -> str | None:
-    """The one-letter state of process `pid` (R, S, T for stopped, Z...), None when it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
-@contextmanager
-def frozen_holding(argv: list[str], cwd: Path, log: Path, lock: Path, holder: str):
-    """Run `argv` in a process group of its own until it holds `lock`, then freeze the group (SIGSTOP) for the
-    body; afterwards it continues and is waited for. A twin of test_faults.frozen_holding, which says more."""
-    with log.open("w") as out:
-        run = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            said = re.search(holder, lock.read_text()) if lock.exists() else None
-            try:  # a file left by an earlier run names a pid outside this group
-                if said and os.getpgid(int(said[1])) == run.pid:
-                    break
-            except ProcessLookupError:
-                pass
-            if run.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the first run never held {lock}:\n{log.read_text()[-3000:]}")
-            time.sleep(0.01)
-        os.killpg(run.pid, signal.SIGSTOP)
-        pid = int(said[1])
-        while proc_state(pid) != "T":  # stopped while it still holds the lock, not gone before
-            if proc_state(pid) in (None, "Z") or time.monotonic() > deadline:
-                pytest.fail(f"pid {pid} ended before it could be held:\n{log.read_text()[-3000:]}")
-            time.sleep(0.01)
-        yield run
-    finally:
-        with suppress(ProcessLookupError):  # the group is gone when the run ended early
-            os.killpg(run.pid, signal.SIGCONT)
-        try:
-            run.wait(timeout=600)
-        except subprocess.TimeoutExpired:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
-            raise
 
 
 def test_two_campaigns_cannot_share_a_device(scratch, disk, tmp_path):

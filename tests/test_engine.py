@@ -44,6 +44,17 @@ def test_streams_each_write_their_own_file_and_the_rate_spans_all(tmp_path):
     assert r["bytes"] == 12 * MiB and len(r["streams"]) == 3
 
 
+def test_every_call_is_timed_and_the_streams_latencies_merge(tmp_path):
+    job = file_job([tmp_path / "a", tmp_path / "b"], size=4 * MiB, bs=64 * 1024, pattern="rand")
+    for result in (engine.write(job), engine.read(job)):
+        assert result["ops"] == 2 * 64 and all(s["ops"] == s["latency"]["count"] == 64 for s in result["streams"])
+        lat = [result[k] for k in ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us")]
+        assert 0 < lat[0] and lat == sorted(lat)
+        # each stream's calls took no longer than the stream did: the mean of all calls fits the longest stream
+        call_seconds = result["lat_mean_us"] * result["ops"] / 2 / 1e6
+        assert 0 < call_seconds <= result["seconds"] * 1.01
+
+
 def test_rand_touches_every_block_once(tmp_path):
     job = Job(files(tmp_path), 64 * 4096, 4096, pattern="rand", seed=7)
     order = engine.offsets(job, 0)

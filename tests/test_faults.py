@@ -2,18 +2,16 @@
 clearly, and whatever happens nothing stays attached or mounted and no half result passes for a figure."""
 
 import os
-import re
 import signal
 import subprocess
 import time
-from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, SNAKEMAKE, held, needs_root, run_campaign
+from conftest import REPO, SNAKEMAKE, frozen_holding, held, needs_root, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -68,52 +66,6 @@ def test_full_disk_is_reported_and_the_partial_file_removed(scratch, tmp_path):
     assert not records(tmp_path, "full")  # a failed measurement leaves no result file
     assert not held(scratch)
     assert not list(scratch.rglob("*.dat"))  # the partial data file went with the image
-
-
-def proc_state(pid: int) -> str | None:
-    """The one-letter state of process `pid` (R, S, T for stopped, Z...), None when it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-
-
-@contextmanager
-def frozen_holding(argv: list[str], cwd: Path, log: Path, lock: Path, holder: str):
-    """Run `argv` in a process group of its own until one of its processes holds `lock` (the lock file reads
-    `holder` with that pid in it, which is written only once the flock is taken), then freeze the whole group
-    (SIGSTOP) for the body, so the lock stays held however fast the run would be. Afterwards the group continues
-    and is waited for (it is never left stopped); yields the Popen, whose output goes to `log`."""
-    with log.open("w") as out:
-        run = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            said = re.search(holder, lock.read_text()) if lock.exists() else None
-            try:  # a file left by an earlier run names a pid outside this group
-                if said and os.getpgid(int(said[1])) == run.pid:
-                    break
-            except ProcessLookupError:
-                pass
-            if run.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"the first run never held {lock}:\n{log.read_text()[-3000:]}")
-            time.sleep(0.01)
-        os.killpg(run.pid, signal.SIGSTOP)
-        pid = int(said[1])
-        while proc_state(pid) != "T":  # stopped while it still holds the lock, not gone before
-            if proc_state(pid) in (None, "Z") or time.monotonic() > deadline:
-                pytest.fail(f"pid {pid} ended before it could be held:\n{log.read_text()[-3000:]}")
-            time.sleep(0.01)
-        yield run
-    finally:
-        with suppress(ProcessLookupError):  # the group is gone when the run ended early
-            os.killpg(run.pid, signal.SIGCONT)
-        try:
-            run.wait(timeout=600)
-        except subprocess.TimeoutExpired:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
-            raise
 
 
 def test_a_second_run_of_the_same_campaign_is_refused(scratch, tmp_path):

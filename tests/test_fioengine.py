@@ -9,6 +9,7 @@ import pytest
 
 from fsbench import fioengine
 from fsbench.engine import Job, Stream
+from fsbench.latency import COLUMNS as LATENCY_COLUMNS
 from fsbench.system import ToolError
 
 from conftest import file_job, logged_progress
@@ -71,7 +72,7 @@ def test_write_then_read_one_stream(tmp_path, data):
     st = w["streams"][0]
     assert w["seconds"] == pytest.approx(st["fio_lat_ns_mean"] * st["fio_total_ios"] / 1e9)
     assert st["fio_total_ios"] == 16 and w["seconds_durable"] == max(st["fio_runtime_ms"] / 1000, w["seconds"])
-    assert w["command"].startswith("fio --output-format=json ") and "end_fsync=1" in w["command"]
+    assert w["command"].startswith("fio --output-format=json+ ") and "end_fsync=1" in w["command"]
     blob = path.read_bytes()
     ratio = len(zlib.compress(blob, 1)) / len(blob)
     assert ratio > 0.99 if data == "random" else ratio < 0.01
@@ -119,12 +120,18 @@ def test_progress_is_logged_while_fio_runs_and_the_results_keep_their_shape(scra
     logged_progress(caplog, "write", n * 8 * MiB, 8 * MiB)  # n = 2: both jobs' threads are counted
     logged_progress(caplog, "read", n * 8 * MiB, 8 * MiB)
     for result in (w, r):  # fio's JSON was read as before: nothing of the progress got in
-        assert set(result) == {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams"}
+        assert set(result) == {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops",
+                               *LATENCY_COLUMNS}  # fmt: skip
         assert result["bytes"] == n * 8 * MiB and len(result["streams"]) == n
         for s in result["streams"]:
             assert set(s) == {"path", "offset", "bytes", "start", "end", "end_durable", "seconds", "seconds_durable",
-                              "fio_runtime_ms", "fio_lat_ns_mean", "fio_total_ios", "fio_wall_seconds"}  # fmt: skip
-            assert s["fio_total_ios"] == 2048 and s["seconds"] > 0
+                              "fio_runtime_ms", "fio_lat_ns_mean", "fio_total_ios", "fio_wall_seconds", "ops",
+                              "latency"}  # fmt: skip
+            assert s["fio_total_ios"] == s["ops"] == s["latency"]["count"] == 2048 and s["seconds"] > 0
+        # fio's own latency bins, merged: percentiles in order, the mean fio reported
+        assert result["lat_p50_us"] <= result["lat_p99_us"] <= result["lat_p999_us"] <= result["lat_max_us"]
+        mean_ns = sum(s["fio_lat_ns_mean"] for s in result["streams"]) / n
+        assert result["lat_mean_us"] * 1e3 == pytest.approx(mean_ns, rel=0.05)  # clat vs lat: slat is ~0 (psync)
 
 
 def test_read_of_a_missing_or_short_file_is_refused(tmp_path):

@@ -78,7 +78,7 @@ def parse(stderr: str, job: Job, argv: list[str]) -> dict:
         )
     if run["bytes"] != job.size:
         raise ToolError(f"{shlex.join(argv)}: dd moved {run['bytes']} bytes, expected {job.size}")
-    return {"dd_seconds": run["seconds"], "dd_rate": run["rate"], "records_out": out}
+    return {"dd_seconds": run["seconds"], "dd_rate": run["rate"], "records_out": out, "ops": out[0] + out[1]}
 
 
 def _mem_available() -> int:

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from .latency import Histogram
+
 PAGE = mmap.PAGESIZE
 # Random data is drawn once into a pool this large and written in turn: no compressor or
 # deduplicating device sees a repeat within 16 MiB, and no block is allocated per write.
@@ -61,14 +63,22 @@ class Job:
 def aggregate(streams: list[dict], command: str) -> dict:
     """Many streams as one figure: total bytes over the time from the first start to the last end.
 
-    Each stream dict has bytes and the wall-clock (epoch seconds) start, end and end_durable.
+    Each stream dict has bytes and the wall-clock (epoch seconds) start, end and end_durable; `ops` (the
+    I/O calls it made) where the engine counts them, and `latency` (a latency.Histogram record) where it
+    times each one: merged over the streams into the latency columns.
     """
     start = min(s["start"] for s in streams)
+    merged = Histogram()
+    for s in streams:
+        if "latency" in s:
+            merged.merge(Histogram.from_record(s["latency"]))
     return {
         "bytes": sum(s["bytes"] for s in streams),
         "seconds": max(s["end"] for s in streams) - start,
         "seconds_durable": max(s["end_durable"] for s in streams) - start,
         "started_at": datetime.fromtimestamp(start, UTC).isoformat(timespec="microseconds"),
+        "ops": sum(s["ops"] for s in streams) if all("ops" in s for s in streams) else float("nan"),
+        **merged.summary(),
         "command": command,
         "streams": streams,
     }
@@ -120,13 +130,16 @@ def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: th
     try:
         if job.pattern == "rand" and not stream.device:
             os.ftruncate(fd, job.size)
+        latency, ns = Histogram(), time.perf_counter_ns
         start_line.wait()
         start = _clock()
         for k, off in enumerate(where):
             block = blocks[(first + k) % len(blocks)]
+            t0 = ns()
             n = os.pwrite(fd, block, off)
             while n < bs:  # a short write: finish the block, or fail on a full disk
                 n += os.pwrite(fd, block[n:], off + n)
+            latency.record(ns() - t0)
             done[index] += n
         end = _clock()
         os.fsync(fd)
@@ -135,7 +148,7 @@ def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: th
         os.close(fd)
     return {
         "path": stream.path, "offset": stream.offset, "bytes": done[index],
-        "start": start, "end": end, "end_durable": end_durable,
+        "start": start, "end": end, "end_durable": end_durable, "ops": latency.count, "latency": latency.as_record(),
     }  # fmt: skip
 
 
@@ -147,16 +160,19 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list
     # read(2) into our buffer via FileIO.readinto, seeking only when the order jumps: measured here,
     # preadv(2) is up to 15 % slower for O_DIRECT at 64 KiB (its iovec path), and Python has no pread-into.
     f = os.fdopen(_open(stream, job, writing=False), "rb", buffering=0)
+    latency, ns = Histogram(), time.perf_counter_ns
     try:
         start_line.wait()
         start = _clock()
         pos = None
         for off in where:
+            t0 = ns()
             if off != pos:
                 f.seek(off)
             n = f.readinto(view)
             if not n:
                 break
+            latency.record(ns() - t0)
             done[index] += n
             pos = off + n
         end = _clock()
@@ -165,7 +181,7 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list
         view.release()
         buf.close()
     return {"path": stream.path, "offset": stream.offset, "bytes": done[index], "start": start, "end": end,
-            "end_durable": end}  # fmt: skip
+            "end_durable": end, "ops": latency.count, "latency": latency.as_record()}  # fmt: skip
 
 
 def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:

@@ -15,6 +15,7 @@ import tempfile
 import time
 
 from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, aggregate, progress
+from fsbench.latency import Histogram
 from fsbench.system import ToolError
 
 
@@ -68,7 +69,7 @@ def _run(job: Job, op: str, every: float) -> dict:
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        argv = ["fio", "--output-format=json", path]
+        argv = ["fio", "--output-format=json+", path]  # json+: the latency bins of every job
         # Progress from fio's /proc/<pid>/io (engine.ChildBytes): no --status-interval, whose reports would
         # go to stdout ahead of the JSON read below. One process holds every stream, as the job runs `thread`.
         with ChildBytes(op) as moved, progress(op, total, moved, every):
@@ -115,6 +116,7 @@ def _run(job: Job, op: str, every: float) -> dict:
             "end": launched + seconds, "end_durable": launched + durable, "seconds": seconds,
             "seconds_durable": durable, "fio_runtime_ms": io["runtime"],
             "fio_lat_ns_mean": io["lat_ns"]["mean"], "fio_total_ios": io["total_ios"], "fio_wall_seconds": wall,
+            "ops": io["total_ios"], "latency": _latency(io["clat_ns"]).as_record(),
         })  # fmt: skip
     result = aggregate(streams, command)
     # All streams share one start, so aggregate's figures are the longest stream's; taken directly they
@@ -122,6 +124,11 @@ def _run(job: Job, op: str, every: float) -> dict:
     result["seconds"] = max(s["seconds"] for s in streams)
     result["seconds_durable"] = max(s["seconds_durable"] for s in streams)
     return result
+
+
+def _latency(clat: dict) -> Histogram:
+    """fio's completion latency (with psync, the whole call: submission latency is 0) from its json+ bins."""
+    return Histogram.from_bins(clat.get("bins", {}), clat["mean"], clat["max"])
 
 
 def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:

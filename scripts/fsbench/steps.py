@@ -20,6 +20,7 @@ from . import arrays, devices, engine, provenance
 from .arrays import ArrayState
 from .engines import run_engine
 from .hosts import check_host
+from .latency import COLUMNS as LATENCY_COLUMNS
 from .records import COLUMNS, flags_for, rate
 
 IDENTITY_BYTES = 4096  # the head of the data, hashed, to tell our data from anything else
@@ -216,6 +217,9 @@ def _row(cell: dict, op: str, result: dict) -> dict:
         mb_s_durable=rate(result["bytes"], result["seconds_durable"]),
         cached_before=result.get("cached_before", float("nan")),
         started_at=result["started_at"],
+        ops=result["ops"],
+        iops=result["ops"] / result["seconds"] if result["seconds"] > 0 else float("nan"),
+        **{k: result[k] for k in LATENCY_COLUMNS},
     )
     row["flags"] = flags_for(row, cell["size"] * cell["streams"])
     return row
