@@ -34,6 +34,12 @@ rule aggregate:
             caption="../report/summary.rst",
             category="Tables",
         ),
+        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.compare).
+        comparisons=report(
+            f"{RESULTS}/comparisons.csv",
+            caption="../report/comparisons.rst",
+            category="Tables",
+        ),
         markdown=f"{RESULTS}/summary.md",
         # summary.md's tables as a page: the report shows an .html item inline, a .csv only as a download.
         html=report(

@@ -1,13 +1,16 @@
-"""measurements.csv, summary.csv, summary.md and summary.html from every measurement record of the campaign.
+"""measurements.csv, summary.csv, comparisons.csv, summary.md and summary.html from every measurement record of the
+campaign.
 
 summary.csv holds this campaign's rows only; the baselines (baselines.csv, when the config has any)
 are summarized the same way and shown in their own section of summary.md and summary.html.
-summary.html holds the tables of summary.md as a page of its own: the report shows it inline.
+summary.html holds the tables of summary.md as a page of its own: the report shows it inline. Both open with the
+verdicts of comparisons.csv (fsbench.compare).
 """
 
 import pandas as pd
 
 from fsbench.aggregate import measurements, with_stops
+from fsbench.compare import comparisons
 from fsbench.stats import summarize, summarize_baselines, summary_html, summary_markdown
 from fsbench.steplog import run_step
 
@@ -17,16 +20,19 @@ def aggregate(records, baselines, out, campaign):
     df.to_csv(out.measurements, index=False)
     summary = with_stops(summarize(df), records, df)
     summary.to_csv(out.summary, index=False)
+    verdicts = comparisons(df)
+    verdicts.to_csv(out.comparisons, index=False)
     earlier = pd.concat([pd.read_csv(p) for p in baselines], ignore_index=True) if baselines else None
     earlier_summary = summarize_baselines(earlier) if earlier is not None else None
     title = f"fsbench campaign '{campaign}'"
     with open(out.markdown, "w") as f:
-        f.write(summary_markdown(summary, title, earlier_summary))
+        f.write(summary_markdown(summary, title, earlier_summary, verdicts))
     with open(out.html, "w") as f:
-        f.write(summary_html(summary, title, earlier_summary))
+        f.write(summary_html(summary, title, earlier_summary, verdicts))
     return {
         "rows": len(df),
         "summary_rows": len(summary),
+        "comparisons": len(verdicts),
         "baseline_rows": 0 if earlier is None else len(earlier),
     }
 

@@ -99,6 +99,14 @@ def test_summary_plots_and_provenance(seed_run):
         assert col in summary.columns
     assert (summary.n == 2).all()
     assert (summary.ci95_low <= summary["mean"]).all() and (summary["mean"] <= summary.ci95_high).all()
+    assert (summary.ci95_low > 0).all()  # an interval of the geometric mean: never below zero
+    # Verdicts: ext3 and xfs against raw and each other, 1MiB against 4MiB per target; summary.md opens with them.
+    verdicts = pd.read_csv(out / "comparisons.csv")
+    assert {"a", "b", "ratio", "ci_low", "ci_high", "p_value", "verdict", "metric"} <= set(verdicts.columns)
+    assert set(verdicts.verdict) <= {"faster", "slower", "no clear difference"} and (verdicts.ci_low > 0).all()
+    pairs = set(zip(verdicts.a, verdicts.b, strict=True))
+    assert {("ext3", "raw"), ("xfs", "raw"), ("ext3", "xfs"), ("1MiB", "4MiB")} <= pairs
+    assert (out / "summary.md").read_text().split("\n")[2].startswith("Verdicts, a relative to b")
     raw = summary[summary.target == "raw"]
     assert (raw.efficiency_vs_raw == 1).all()
     md = (out / "summary.md").read_text()
@@ -268,7 +276,7 @@ def test_report_shows_every_plot_in_a_real_browser(seed_run, seed_report, tmp_pa
 
         # the summary: the eye button shows summary.html in the page, every median of summary.csv readable there
         summary = pd.read_csv(out / "summary.csv")
-        tables = ["measurements.csv", "summary.csv", "summary.html"]
+        tables = ["measurements.csv", "summary.csv", "comparisons.csv", "summary.html"]
         open_category(b, "Tables", [f"results/seed/{f}" for f in tables])
         b.click(f"{ROW.format(path='results/seed/summary.html')}.querySelectorAll('a[type=button]')[0]")
         frame = b.wait_for(
@@ -310,7 +318,7 @@ def test_report_shows_every_plot_in_a_real_browser(seed_run, seed_report, tmp_pa
 
         # the other tables and provenance: listed with their caption, and the download is the file itself
         for category, files in {
-            "Tables": {"measurements.csv": "measurements", "summary.csv": "summary"},
+            "Tables": {"measurements.csv": "measurements", "summary.csv": "summary", "comparisons.csv": "comparisons"},
             "Provenance": {"provenance.json": "provenance"},
         }.items():
             listed = tables if category == "Tables" else files

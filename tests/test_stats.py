@@ -9,6 +9,7 @@ from fsbench.stats import (
     SUMMARY_COLUMNS,
     cell_flags,
     flag_above_raw,
+    log_interval,
     number,
     relative_ci,
     repeat_decision,
@@ -23,6 +24,16 @@ from conftest import SEED_RUNS
 MiB = 2**20
 # t(0.975, df=2), from tables; scipy-independent.
 T_975_2 = 4.302652729911275
+NO_CI = "n=1, too few repeats for an interval"
+
+
+def log_ci(values, t):
+    """The 95% interval of the geometric mean, by hand: exp(mean(log x) ± t sd(log x) / sqrt(n))."""
+    logs = [math.log(v) for v in values]
+    mean = sum(logs) / len(logs)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in logs) / (len(logs) - 1))
+    half = t * sd / math.sqrt(len(logs))
+    return math.exp(mean - half), math.exp(mean + half)
 
 
 def row(target="raw", op="write", mb_s=100.0, rep=1, array="a", block_size=MiB, durable=None, flags="", **over):
@@ -54,11 +65,13 @@ def test_summarize_known_numbers():
     s = summarize(m)
     assert list(s.columns) == SUMMARY_COLUMNS
     r = s.iloc[0]
-    half = T_975_2 * 1.0 / math.sqrt(3)
-    assert half == pytest.approx(2.4842, abs=1e-4)
     assert (r["n"], r["median"], r["mean"], r["stdev"]) == (3, 2.0, 2.0, 1.0)
-    assert r["ci95_low"] == pytest.approx(2 - half)
-    assert r["ci95_high"] == pytest.approx(2 + half)
+    # The interval of the geometric mean (6^(1/3)), on the log scale: positive where Student t on the rates
+    # gives 2 ± 2.48, below zero.
+    assert r["gmean"] == pytest.approx(6 ** (1 / 3))
+    assert (r["ci95_low"], r["ci95_high"]) == pytest.approx((0.457122, 7.22330), rel=1e-5)
+    assert (r["ci95_low"], r["ci95_high"]) == pytest.approx(log_ci([1.0, 2.0, 3.0], T_975_2))
+    assert r["ci95_note"] == ""
     assert r["cv"] == pytest.approx(0.5)
     assert r["median_durable"] == 1.0 and r["mean_durable"] == 1.0
     assert r["efficiency_vs_raw"] == 1.0  # raw against itself
@@ -68,6 +81,65 @@ def test_summarize_single_repeat_has_no_spread():
     r = summarize(frame([row(mb_s=312.0)])).iloc[0]
     assert r["n"] == 1 and r["median"] == 312.0 and r["mean"] == 312.0
     assert all(math.isnan(r[c]) for c in ("stdev", "ci95_low", "ci95_high", "cv"))
+    assert r["ci95_note"] == "too few repeats for an interval" and r["gmean"] == pytest.approx(312.0)
+
+
+# The interval on known samples -----------------------------------------------------------------------------------
+
+# t(0.975, df) from tables, for df = 1 and 4.
+T_975_1 = 12.706204736174705
+T_975_4 = 2.7764451051977987
+
+
+def test_one_repeat_has_no_interval_two_have_a_wide_one():
+    assert log_interval([312.0])[2] == "too few repeats for an interval"
+    assert all(math.isnan(v) for v in log_interval([312.0])[:2]) and log_interval([])[2] == NO_CI[5:]
+    # n = 2: one degree of freedom. The interval is exact for lognormal repeats, and as wide as that truly is:
+    # exp(±12.7 · log(200/100) / 2) = ×/÷ 82 around the geometric mean 141.
+    low, high, note = log_interval([100.0, 200.0])
+    assert note == "" and (low, high) == pytest.approx(log_ci([100.0, 200.0], T_975_1))
+    assert (low, high) == pytest.approx((1.72998, 11560.84), rel=1e-5)
+    assert 0 < low < 100 and high > 200
+    # Two close repeats on a quiet machine pin the rate down well enough (1% apart: ±6.5%).
+    low, high, _ = log_interval([300.0, 303.0])
+    assert (low, high) == pytest.approx(log_ci([300.0, 303.0], T_975_1)) and high / low < 1.14
+
+
+def test_zero_variance_gives_a_zero_width_interval_not_nan():
+    assert log_interval([250.0, 250.0, 250.0]) == (250.0, 250.0, "")
+    r = summarize(frame([row(mb_s=250.0, rep=i) for i in (1, 2, 3)])).iloc[0]
+    assert (r["ci95_low"], r["ci95_high"], r["stdev"], r["cv"]) == (250.0, 250.0, 0.0, 0.0)
+    assert "250 MB/s [250–250] n=2" in summary_markdown(summarize(frame([row(mb_s=250.0, rep=i) for i in (1, 2)])), "t")
+    # A rate of zero has no logarithm: no interval, and the note says why.
+    assert log_interval([0.0, 10.0])[2] == "a rate of zero: no interval on the log scale"
+
+
+def test_an_outlier_widens_the_interval_but_never_below_zero():
+    sample = [100.0, 101.0, 99.0, 100.0, 1000.0]
+    low, high, _ = log_interval(sample)
+    assert (low, high) == pytest.approx(log_ci(sample, T_975_4))
+    assert (low, high) == pytest.approx((44.1248, 569.245), rel=1e-5)
+    assert 0 < low < 100 < high  # the median (100) inside; Student t on the rates: 280 ± 500, from -220
+    r = summarize(frame([row(mb_s=v, rep=i + 1) for i, v in enumerate(sample)])).iloc[0]
+    assert r["median"] == 100.0 and r["ci95_low"] == pytest.approx(low) and r["mean"] - 2.7764 * r["stdev"] / 5**0.5 < 0
+
+
+def test_lognormal_sample_against_scipy():
+    from scipy import stats as reference
+
+    x = np.random.default_rng(14).lognormal(mean=math.log(800), sigma=0.4, size=7)
+    logs = np.log(x)
+    want = np.exp(reference.t.interval(0.95, len(x) - 1, loc=logs.mean(), scale=reference.sem(logs)))
+    assert log_interval(x)[:2] == pytest.approx(tuple(want), rel=1e-12)
+    r = summarize(frame([row(mb_s=v, rep=i + 1) for i, v in enumerate(x)])).iloc[0]
+    assert r["gmean"] == pytest.approx(reference.gmean(x), rel=1e-12)
+
+
+def test_the_interval_covers_the_median_of_lognormal_rates_95_percent_of_the_time():
+    # 4000 campaigns of 3 repeats from a rate whose median is 500 MB/s and that varies by ±40% (sigma 0.4).
+    samples = np.random.default_rng(7).lognormal(math.log(500), 0.4, size=(4000, 3))
+    covered = [low <= 500 <= high for low, high, _ in map(log_interval, samples)]
+    assert 0.94 <= np.mean(covered) <= 0.96
 
 
 def test_summarize_ignores_missing_rates():
@@ -146,11 +218,10 @@ def test_summary_markdown_cells():
     header = next(x for x in lines if x.startswith("| target | write 1MiB"))
     assert header == "| target | write 1MiB | read 1MiB | read 4MiB |"  # only tests that were run
     raw = next(x for x in lines if x.startswith("| Raw |"))
-    m3 = np.mean([305.0, 312.0, 318.0])
-    half = T_975_2 * np.std([305.0, 312.0, 318.0], ddof=1) / math.sqrt(3)
-    assert raw.startswith(f"| Raw | 312 MB/s [{m3 - half:.0f}–{m3 + half:.0f}] n=3 | 419 MB/s n=1 | – |")
+    low, high = log_ci([305.0, 312.0, 318.0], T_975_2)
+    assert raw.startswith(f"| Raw | 312 MB/s [{low:.0f}–{high:.0f}] n=3 | 419 MB/s {NO_CI} | – |")
     ext3 = next(x for x in lines if x.startswith("| ext3 |"))
-    assert ext3 == "| ext3 | 137 MB/s n=1 | 320 MB/s n=1 | 340 MB/s n=1 |"
+    assert ext3 == f"| ext3 | 137 MB/s {NO_CI} | 320 MB/s {NO_CI} | 340 MB/s {NO_CI} |"
     # Second table: durable write medians, then the share of raw.
     second = [x for x in lines if x.startswith("| ext3 |")][1]
     assert second == "| ext3 | 110 MB/s | 44% | 76% | – |"
@@ -214,9 +285,9 @@ def test_summary_markdown_baselines_section():
     after = lines[lines.index("### 3ware-2012") :]
     assert "All tests: seq, buffered, 1 stream." in after
     assert "| target | write 1MiB | read 1MiB | read 4MiB |" in after  # only what the seed ran
-    assert "| Raw | 312 MB/s n=1 | 419 MB/s n=1 | – |" in after
-    assert "| ext3 | 137 MB/s n=1 | 320 MB/s n=1 | 340 MB/s n=1 |" in after
-    assert "| xfs | 269 MB/s n=1 | 410 MB/s n=1 | – |" in after
+    assert f"| Raw | 312 MB/s {NO_CI} | 419 MB/s {NO_CI} | – |" in after
+    assert f"| ext3 | 137 MB/s {NO_CI} | 320 MB/s {NO_CI} | 340 MB/s {NO_CI} |" in after
+    assert f"| xfs | 269 MB/s {NO_CI} | 410 MB/s {NO_CI} | – |" in after
     # Durable = the `real` line; share of raw within the baseline.
     assert "| target | write 1MiB durable | write 1MiB vs raw | read 1MiB vs raw | read 4MiB vs raw |" in after
     assert "| Raw | 274 MB/s | 100% | 100% | – |" in after
@@ -233,7 +304,8 @@ def test_summary_markdown_baselines_optional_and_alone():
         assert "Baselines" not in summary_markdown(summary, "t", none)
     # No measurements of its own yet: the baselines still show.
     text = summary_markdown(summarize(frame([])), "t", summarize_baselines(seed_baseline()))
-    assert "No measurements." in text and "## Baselines" in text and "| Raw | 312 MB/s n=1 | 419 MB/s n=1 | – |" in text
+    assert "No measurements." in text and "## Baselines" in text
+    assert f"| Raw | 312 MB/s {NO_CI} | 419 MB/s {NO_CI} | – |" in text
 
 
 def test_summary_markdown_baselines_several_and_odd_rows():
@@ -250,12 +322,16 @@ def test_summary_markdown_baselines_several_and_odd_rows():
     assert headings == ["### 3ware-2012", "### last-run / loop", "### last-run / md0", "### pasted"]
     after = lines[lines.index("### pasted") :]
     assert "| target | write 1MiB | op? 1MiB |" in after
-    assert any(x.startswith("| unnamed | 312 MB/s n=1 |") for x in after)
+    assert any(x.startswith(f"| unnamed | 312 MB/s {NO_CI} |") for x in after)
 
 
-def test_relative_ci_is_the_t_interval_half_width_over_the_median():
-    assert math.isclose(relative_ci([100, 102, 98]), 4.302653 * 2 / math.sqrt(3) / 100, rel_tol=1e-5)
+def test_relative_ci_is_half_the_interval_width_over_the_median():
+    low, high = log_ci([100, 102, 98], T_975_2)
+    assert math.isclose(relative_ci([100, 102, 98]), (high - low) / 2 / 100, rel_tol=1e-9)
+    # With little spread, about what Student t on the rates gave (4.9683%).
+    assert math.isclose(relative_ci([100, 102, 98]), 0.049704, rel_tol=1e-4)
     assert math.isnan(relative_ci([100])) and math.isnan(relative_ci([0, 0, 0]))
+    assert relative_ci([300, 300, 300]) == 0.0
 
 
 def rows(writes, reads, durable=None):
@@ -377,7 +453,7 @@ def test_summary_html_holds_the_tables_of_summary_md():
     for _, r in summary.iterrows():
         assert f'<span class="median">{number(r["median"])}</span>' in page
         assert f"95% CI {number(r['ci95_low'])}–{number(r['ci95_high'])} · n=3" in page
-    assert '<span class="median">312</span>' in page and "n=1, no CI" in page  # the seed's raw write
+    assert '<span class="median">312</span>' in page and NO_CI in page  # the seed's raw write
     assert ">short (1 of 3)</span>" in page and page.count(">above-raw</span>") == 2
     assert "<td>44%</td>" in page and "<td>274 MB/s</td>" in page  # vs raw and durable, from the baseline
     assert "all alike, fixed (io.repeats is 3)" in page

@@ -1,6 +1,7 @@
 """Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host;
-`python -m fsbench results CAMPAIGN.yaml` prints where its results go; `part` is one host's share of an
-all-hosts cell (started by fsbench.together, not by people)."""
+`python -m fsbench results CAMPAIGN.yaml` prints where its results go; `python -m fsbench compare OLD NEW`
+prints (and writes) the verdicts of NEW against OLD and what differs in their provenance; `part` is one host's
+share of an all-hosts cell (started by fsbench.together, not by people)."""
 
 import argparse
 import json
@@ -21,12 +22,20 @@ def main(argv=None) -> int:
     rel.add_argument("campaign", help="the campaign file")
     res = sub.add_parser("results", help="print the campaign's results folder")
     res.add_argument("campaign", help="the campaign file")
+    cmp = sub.add_parser("compare", help="verdicts of NEW against OLD for the cells both measured, and what differs "
+                                          "in their provenance")  # fmt: skip
+    cmp.add_argument("old", help="the earlier run: a results folder or its measurements.csv")
+    cmp.add_argument("new", help="the later run: a results folder or its measurements.csv")
+    cmp.add_argument("-o", "--output", help="write OUTPUT.md and OUTPUT.csv (default: compare.md and compare.csv "
+                                            "in NEW's folder)")  # fmt: skip
     part = sub.add_parser("part", help="one host's share of an all-hosts cell (run by fsbench itself)")
     for name in ("cell", "op", "start_at", "scratch", "record_dir"):
         part.add_argument(name)
     args = parser.parse_args(argv)
     if args.command == "part":
         return run_part(args)
+    if args.command == "compare":
+        return run_compare(args)
     try:
         with open(args.campaign) as f:
             config = validate(yaml.safe_load(f))
@@ -42,6 +51,19 @@ def main(argv=None) -> int:
     if forget_device_state(f"results/{config['campaign']}"):  # unfinished cells restart from mkfs
         done.append(f"forgot the device state of unfinished cells in results/{config['campaign']}/state")
     print("\n".join(done) or "nothing to release")
+    return 0
+
+
+def run_compare(args) -> int:
+    from .compare import run
+
+    try:
+        text, md, csv = run(args.old, args.new, args.output)
+    except (OSError, ValueError) as e:
+        print(f"fsbench: {e}", file=sys.stderr)
+        return 2
+    print(text, end="")
+    print(f"\nwritten: {md}, {csv}")
     return 0
 
 

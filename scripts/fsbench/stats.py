@@ -2,6 +2,8 @@
 summary as a reader sees it: summary.md and summary.html (the same tables, the HTML shown in the report).
 
 Throughput statistics are on mb_s (what dd prints); the durable columns come from mb_s_durable.
+The 95 % interval is that of the geometric mean: a Student-t interval of the mean of log(rate), exponentiated
+(log_interval), so it never goes below zero; one repeat gets none ("too few repeats for an interval").
 Everything here is pure: frames in, new frames or text out.
 """
 
@@ -15,19 +17,52 @@ from scipy.stats import t as student_t
 from .sizes import format_size
 
 # What makes two measurements the same test (besides op).
-TEST = ["pattern", "block_size", "direct", "streams"]
+TEST = ["pattern", "block_size", "direct", "streams", "iodepth"]
 KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]
 # Raw and filesystem rows are compared within this cell (raw has its own target and fs_type).
 CELL = ["campaign", "host", "array", "op", *TEST]
 STATS = ["n", "median", "mean", "stdev", "ci95_low", "ci95_high", "cv", "efficiency_vs_raw"]
 # flags: every flag any repetition of the cell carries, `;`-separated, "(k of m)" where not all carry it.
-SUMMARY_COLUMNS = [*KEYS, *STATS, "median_durable", "mean_durable", "flags"]
+# gmean: the geometric mean, the centre of the 95 % interval; ci95_note: why a cell has no interval (else empty).
+# iops and the latency columns: medians over the repetitions (empty where the engine reports none).
+PER_OPERATION = ["iops", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us"]
+SUMMARY_COLUMNS = [*KEYS, *STATS, "median_durable", "mean_durable", "flags", "gmean", "ci95_note", *PER_OPERATION]
 
 LEGEND = (
     "MB/s = 10^6 bytes/s, as dd prints it. Each cell: median of n repetitions, "
-    "[95% confidence interval of the mean, Student t]. "
+    "[95% confidence interval of the geometric mean: Student t on log(MB/s), never below zero]. "
     "Durable = including the flush to stable storage (the seed's `sync; time dd … && sync`, its `real` line)."
 )
+
+# Why a cell or a comparison has no interval (summary.csv ci95_note, comparisons.csv note).
+TOO_FEW = "too few repeats for an interval"
+NOT_POSITIVE = "a rate of zero: no interval on the log scale"
+
+
+def log_interval(values, level: float = 0.95) -> tuple[float, float, str]:
+    """(low, high, why not) of the `level` confidence interval of the geometric mean of `values`:
+    exp(mean(log x) ± t(n-1) · sd(log x) / sqrt(n)). Positive by construction; exact for lognormal repeats.
+
+    Missing values are left out. Fewer than 2 values: no interval (TOO_FEW); a value of zero or below: none
+    (NOT_POSITIVE); all values equal: an interval of zero width at that value.
+    """
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if len(x) < 2:
+        return np.nan, np.nan, TOO_FEW
+    if not (x > 0).all():
+        return np.nan, np.nan, NOT_POSITIVE
+    if np.ptp(x) == 0:
+        return float(x[0]), float(x[0]), ""
+    logs = np.log(x)
+    half = student_t.ppf(0.5 + level / 2, len(x) - 1) * logs.std(ddof=1) / np.sqrt(len(x))
+    return float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half)), ""
+
+
+def geometric_mean(values) -> float:
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(np.exp(np.log(x).mean())) if len(x) and (x > 0).all() else np.nan
 
 
 def _truthy(value) -> bool:
@@ -51,7 +86,7 @@ def _sort_key(values: pd.Series, column: str) -> np.ndarray:
         return _rank(values, first=["write", "read"])
     if column == "direct":
         return values.map(_truthy).to_numpy(dtype=float)  # buffered before direct
-    if column in ("block_size", "streams"):
+    if column in ("block_size", "streams", "iodepth"):
         return pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
     return _rank(values)
 
@@ -66,7 +101,7 @@ def sort_rows(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def varying(frame: pd.DataFrame) -> list[str]:
     """The test parameters besides block size that take more than one value in `frame`."""
-    return [c for c in ("pattern", "direct", "streams") if c in frame and frame[c].nunique(dropna=False) > 1]
+    return [c for c in ("pattern", "direct", "streams", "iodepth") if c in frame and frame[c].nunique(dropna=False) > 1]
 
 
 def test_label(row, vary=()) -> str:
@@ -78,6 +113,8 @@ def test_label(row, vary=()) -> str:
         parts.append("direct" if _truthy(row["direct"]) else "buffered")
     if "streams" in vary:
         parts.append(f"{row['streams']} stream" + ("" if str(row["streams"]) == "1" else "s"))
+    if "iodepth" in vary:
+        parts.append(f"qd{int(float(row['iodepth']))}" if pd.notna(row["iodepth"]) else "qd?")
     return " ".join(parts)
 
 
@@ -97,22 +134,29 @@ def cell_flags(values) -> str:
     return ";".join(f if k == len(values) else f"{f} ({k} of {len(values)})" for f, k in counts.items())
 
 
+def with_iodepth(measurements: pd.DataFrame) -> pd.DataFrame:
+    """Rows measured before iodepth was a column (or by a tool without one) had one call at a time: depth 1."""
+    depth = measurements["iodepth"].fillna(1) if "iodepth" in measurements else 1
+    return measurements.assign(iodepth=depth)
+
+
 def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     """One row per campaign × array × target × fs_type × op × test, with SUMMARY_COLUMNS."""
     if measurements.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    measurements = with_iodepth(measurements)
     groups = measurements.groupby(KEYS, sort=False, dropna=False)
     out = groups["mb_s"].agg(n="count", median="median", mean="mean", stdev="std")
     out[["median_durable", "mean_durable"]] = groups["mb_s_durable"].agg(["median", "mean"]).to_numpy()
     out["flags"] = groups["flags"].agg(cell_flags).to_numpy() if "flags" in measurements else ""
+    for column in PER_OPERATION:
+        out[column] = groups[column].median().to_numpy() if column in measurements else np.nan
     out = out.reset_index()
 
-    n = out["n"].to_numpy(dtype=float)
+    intervals = [log_interval(values) for _, values in groups["mb_s"]]
+    out["ci95_low"], out["ci95_high"], out["ci95_note"] = ([i[k] for i in intervals] for k in range(3))
+    out["gmean"] = [geometric_mean(values) for _, values in groups["mb_s"]]
     with np.errstate(invalid="ignore", divide="ignore"):
-        half = student_t.ppf(0.975, n - 1) * out["stdev"].to_numpy(dtype=float) / np.sqrt(n)
-        half[n < 2] = np.nan
-        out["ci95_low"] = out["mean"] - half
-        out["ci95_high"] = out["mean"] + half
         out["cv"] = (out["stdev"] / out["mean"]).replace([np.inf, -np.inf], np.nan)
 
     raw = out[out["target"] == "raw"].groupby(CELL, sort=False, dropna=False)["median"].first()
@@ -124,11 +168,13 @@ def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
 
 
 def relative_ci(values) -> float:
-    """Half-width of the 95% confidence interval of the mean (Student t), as a fraction of the median."""
+    """Half the width of the 95% interval the tables show (log_interval), as a fraction of the median;
+    NaN where there is no interval (one repeat, a zero rate)."""
     x = np.asarray(values, dtype=float)
-    if len(x) < 2 or not np.median(x) > 0:
+    low, high, _ = log_interval(x)
+    if np.isnan(low) or not np.nanmedian(x) > 0:
         return float("nan")
-    return float(student_t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)) / np.median(x))
+    return float((high - low) / 2 / np.nanmedian(x))
 
 
 # The figures a cell's repeats must pin down: both rates of a write, the rate of a read.
@@ -219,8 +265,8 @@ class Para:
 
 @dataclass
 class Rate:
-    """A cell of the main table: the median with its CI and n, the cell's flags, and how it stopped repeating
-    (only where cells stopped for different reasons)."""
+    """A cell of the main table: the median with its CI and n (or why it has no CI), the cell's flags, and how it
+    stopped repeating (only where cells stopped for different reasons)."""
 
     median: float
     low: float
@@ -228,6 +274,7 @@ class Rate:
     n: int
     flags: list[str] = field(default_factory=list)
     stopped: str = ""
+    no_ci: str = ""  # why there is no CI: summary.csv's ci95_note
 
     def ci(self) -> str:
         return f"[{number(self.low)}–{number(self.high)}]" if pd.notna(self.low) else ""
@@ -236,6 +283,8 @@ class Rate:
         if pd.isna(self.median):
             return "–"
         out = " ".join(filter(None, [f"{number(self.median)} MB/s", self.ci(), f"n={self.n}"]))
+        if self.no_ci and not self.ci():
+            out += f", {self.no_ci}"
         if self.flags:
             out += ", flagged " + ", ".join(self.flags)
         return out + (f", stopped: {self.stopped}" if self.stopped else "")
@@ -249,7 +298,94 @@ class Table:
 
 
 def _rate(row, stopped="") -> Rate:
-    return Rate(row["median"], row["ci95_low"], row["ci95_high"], row["n"], split_flags(row.get("flags")), stopped)
+    note = row.get("ci95_note")
+    return Rate(row["median"], row["ci95_low"], row["ci95_high"], row["n"], split_flags(row.get("flags")), stopped,
+                str(note) if pd.notna(note) else "")  # fmt: skip
+
+
+# The verdict table that opens the summary (and `fsbench compare`): comparisons.csv as a reader needs it.
+UNDECIDED = "no clear difference"
+# At most this many decided comparisons are listed; the rest are counted (all are in the CSV).
+MAX_VERDICTS = 30
+# What each comparison's figure is, by (op, metric) of comparisons.csv.
+METRIC_NAMES = {("write", "mb_s_durable"): "durable write", ("write", "mb_s"): "write", ("read", "mb_s"): "read"}
+
+
+@dataclass
+class Verdict:
+    """A verdict cell: faster, slower or no clear difference (coloured in HTML)."""
+
+    text: str
+
+
+def metric_name(op, metric) -> str:
+    """'durable write', 'read', 'read IOPS'."""
+    if metric == "iops":
+        return f"{_op_name(op)} IOPS"
+    return METRIC_NAMES.get((op, metric), f"{_op_name(op)} {metric}")
+
+
+def _p_text(p) -> str:
+    return "–" if pd.isna(p) else "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _where(row, vary, named: list[str]) -> str:
+    """What a comparison holds fixed: 'demo: durable write 1MiB', 'demo ext4: read', 'node1 / demo: read 4MiB'
+    (the target too where targets are not what is compared)."""
+    place = " / ".join(str(row[c]) for c in named if pd.notna(row.get(c)))
+    if row.get("vs") != "target" and pd.notna(row.get("target")):
+        place = f"{place} {row['target']}".strip()
+    test = [format_size(int(row["block_size"]))] if pd.notna(row.get("block_size")) else []
+    if "pattern" in vary:
+        test.append(str(row["pattern"]))
+    if "direct" in vary:
+        test.append("direct" if _truthy(row["direct"]) else "buffered")
+    if "streams" in vary:
+        test.append(f"{row['streams']} stream" + ("" if str(row["streams"]) == "1" else "s"))
+    if "iodepth" in vary:
+        test.append(f"qd{int(float(row['iodepth']))}" if pd.notna(row["iodepth"]) else "qd?")
+    if "shared_file" in vary:
+        test.append("shared file" if _truthy(row["shared_file"]) else "file per stream")
+    what = " ".join([metric_name(row["op"], row["metric"]), *test])
+    return f"{place}: {what}" if place else what
+
+
+def verdict_blocks(comparisons: pd.DataFrame | None, source: str = "comparisons.csv") -> list:
+    """The verdicts as blocks: a sentence on how they are made, the comparisons that found a difference (at most
+    MAX_VERDICTS), then how many found none. Nothing when there are no comparisons."""
+    if comparisons is None or comparisons.empty:
+        return []
+    decided = comparisons[comparisons["verdict"] != UNDECIDED]
+    undecided = comparisons[comparisons["verdict"] == UNDECIDED]
+    vary = varying(comparisons) + [c for c in ("iodepth", "shared_file") if several(comparisons, c)]
+    named = [c for c in ("campaign", "host", "array") if c in comparisons and several(comparisons, c)]
+    named = named or (["array"] if "array" in comparisons and comparisons["array"].notna().any() else [])
+    blocks: list = [
+        Para(
+            "Verdicts, a relative to b: ratio = a's median / b's, its 95% interval and p from Welch's t-test "
+            "on log(rate); faster or slower where the interval excludes 1 (p < 0.05). Writes are compared by "
+            "their durable rate."
+        )
+    ]
+    if len(decided):
+        rows = [
+            [f"{r['a']} vs {r['b']}", _where(r, vary, named),
+             f"{number(r['ratio'])} [{number(r['ci_low'])}–{number(r['ci_high'])}]", _p_text(r["p_value"]),
+             Verdict(str(r["verdict"]))]
+            for _, r in decided.head(MAX_VERDICTS).iterrows()
+        ]  # fmt: skip
+        blocks.append(Table(["a vs b", "where", "ratio a/b [95% CI]", "p", "verdict"], rows))
+    said = []
+    if len(decided) > MAX_VERDICTS:
+        said.append(f"{len(decided) - MAX_VERDICTS} more with a clear difference are in {source}.")
+    few = int(undecided["note"].fillna("").str.contains(TOO_FEW, regex=False).sum()) if "note" in undecided else 0
+    if len(undecided):
+        which = f" ({few} of them with {TOO_FEW})" if few else ""
+        lead = "No comparison shows a clear difference" if decided.empty else "No clear difference"
+        said.append(f"{lead}: {len(undecided)} of {len(comparisons)} comparisons{which}; all are in {source}.")
+    else:
+        said.append(f"All {len(comparisons)} comparisons show a clear difference; all are in {source}.")
+    return [*blocks, Para(" ".join(said))]
 
 
 def _target_name(target, fs_type) -> str:
@@ -298,13 +434,16 @@ def _array_tables(part: pd.DataFrame) -> list:
     tests = sort_rows(part[["op", *TEST]].drop_duplicates(), [*TEST, "op"])
     # A column is one (op, test); its key finds the cell of each target.
     columns = [((r["op"], *r[TEST]), f"{_op_name(r['op'])} {test_label(r, vary)}") for _, r in tests.iterrows()]
-    fixed = [c for c in ("pattern", "direct", "streams") if c not in vary]
+    first = part.iloc[0]
+    depth = int(float(first["iodepth"])) if pd.notna(first.get("iodepth")) else 1
+    # A depth of 1 (one call at a time, as dd) goes without saying unless it varies.
+    fixed = [c for c in ("pattern", "direct", "streams", "iodepth") if c not in vary and (c, depth) != ("iodepth", 1)]
     if fixed:
-        first = part.iloc[0]
         said = {
             "pattern": str(first["pattern"]),
             "direct": "O_DIRECT" if _truthy(first["direct"]) else "buffered",
             "streams": f"{first['streams']} stream" + ("" if str(first["streams"]) == "1" else "s"),
+            "iodepth": f"{depth} I/Os in flight per stream",
         }
         blocks.append(Para("All tests: " + ", ".join(said[c] for c in fixed) + "."))
 
@@ -391,14 +530,17 @@ def _flags_said(*frames) -> list[str]:
     return [f"{f}: {FLAG_MEANING.get(f, 'see measurements.csv')}" for f in found]
 
 
-def summary_blocks(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None) -> list:
-    """summary.md and summary.html as blocks: per array, the medians with their CI, then durable write rates
-    and efficiency vs raw, then how the cells stopped repeating.
+def summary_blocks(
+    summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None, comparisons: pd.DataFrame | None = None
+) -> list:
+    """summary.md and summary.html as blocks: the verdicts (`comparisons`, comparisons.csv, optional) first, then
+    per array the medians with their CI, durable write rates and efficiency vs raw, and how the cells stopped
+    repeating.
 
     `baselines` (the summary of baselines.csv, optional) follows in a section "Baselines", one heading per
     baseline with the same tables, so earlier figures can be read beside this campaign's.
     """
-    blocks: list = [Heading(1, title)]
+    blocks: list = [Heading(1, title), *verdict_blocks(comparisons)]
     if summary.empty:
         blocks.append(Para("No measurements."))
     else:
@@ -427,15 +569,23 @@ def _md_table(table: Table) -> list[str]:
     def line(cells):
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
-    rows = [[c.text() if isinstance(c, Rate) else c for c in row] for row in table.rows]
-    bar = "|" + "|".join([" --- "] + [" ---: "] * (len(table.header) - 1)) + "|"
+    rows = [[c.text() if isinstance(c, Rate) else c.text if isinstance(c, Verdict) else c for c in row]
+            for row in table.rows]  # fmt: skip
+    bar = "|" + "|".join([" --- "] + [" --- " if table.prose else " ---: "] * (len(table.header) - 1)) + "|"
     return [line(table.header), bar, *map(line, rows)]
 
 
-def summary_markdown(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None) -> str:
+def summary_markdown(
+    summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None, comparisons: pd.DataFrame | None = None
+) -> str:
     """summary.md: summary_blocks() as Markdown, laid out like the seed's summary."""
+    return blocks_markdown(summary_blocks(summary, title, baselines, comparisons))
+
+
+def blocks_markdown(blocks: list) -> str:
+    """Headings, paragraphs and tables as Markdown."""
     lines = []
-    for block in summary_blocks(summary, title, baselines):
+    for block in blocks:
         if isinstance(block, Heading):
             lines.append("#" * block.level + " " + block.text)
         elif isinstance(block, Para):
@@ -472,6 +622,9 @@ tbody tr:hover td, tbody tr:hover th { background: #f3f8ff; }
         background: #fff1d6; color: #7a4b00; border: 1px solid #f0c36d; white-space: nowrap; }
 .stop { display: block; color: #0b5394; font-size: .78rem; white-space: nowrap; }
 td.reason { text-align: left; font-size: .85rem; max-width: 28rem; }
+td.verdict { text-align: left; font-weight: 600; white-space: nowrap; }
+td.faster { color: #116329; }
+td.slower { color: #a40e26; }
 """
 
 
@@ -484,7 +637,8 @@ def _html_cell(cell, prose: bool) -> str:
     if isinstance(cell, Rate):
         if pd.isna(cell.median):
             return "<td>–</td>"
-        ci = f"95% CI {html.escape(cell.ci()[1:-1])} · n={cell.n}" if cell.ci() else f"n={cell.n}, no CI"
+        ci = (f"95% CI {html.escape(cell.ci()[1:-1])} · n={cell.n}" if cell.ci()
+              else f"n={cell.n}, {html.escape(cell.no_ci or 'no CI')}")  # fmt: skip
         flags = "".join(
             f'<span class="flag" title="{html.escape(FLAG_MEANING.get(f.split(" (")[0], ""))}">{html.escape(f)}</span>'
             for f in cell.flags
@@ -492,6 +646,9 @@ def _html_cell(cell, prose: bool) -> str:
         stop = f'<span class="stop">stopped: {html.escape(cell.stopped)}</span>' if cell.stopped else ""
         return (f'<td><span class="median">{number(cell.median)}</span> <span class="unit">MB/s</span>'
                 f'<span class="ci">{ci}</span>{flags}{stop}</td>')  # fmt: skip
+    if isinstance(cell, Verdict):
+        kind = {"faster": " faster", "slower": " slower"}.get(cell.text, "")
+        return f'<td class="verdict{kind}">{html.escape(cell.text)}</td>'
     return f'<td class="reason">{html.escape(str(cell))}</td>' if prose else f"<td>{html.escape(str(cell))}</td>"
 
 
@@ -512,11 +669,19 @@ def _html_table(table: Table) -> list[str]:
     ]
 
 
-def summary_html(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None) -> str:
+def summary_html(
+    summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None, comparisons: pd.DataFrame | None = None
+) -> str:
     """summary.html: the tables of summary.md as one self-contained page (no script, nothing fetched), for the
     report to show inline."""
+    note = "The same figures unrounded: summary.csv and comparisons.csv; every repetition: measurements.csv."
+    return blocks_html(summary_blocks(summary, title, baselines, comparisons), title, note)
+
+
+def blocks_html(blocks: list, title: str, note: str = "") -> str:
+    """Headings, paragraphs and tables as one self-contained HTML page, `note` at its foot."""
     body = []
-    for block in summary_blocks(summary, title, baselines):
+    for block in blocks:
         if isinstance(block, Heading):
             body.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
         elif isinstance(block, Para):
@@ -531,7 +696,7 @@ def summary_html(summary: pd.DataFrame, title: str, baselines: pd.DataFrame | No
         f"<style>{CSS}</style></head>",
         "<body>",
         *body,
-        '<p class="note">The same figures unrounded: summary.csv; every repetition: measurements.csv.</p>',
+        *([f'<p class="note">{_inline(note)}</p>'] if note else []),
         "</body></html>",
         "",
     ])  # fmt: skip

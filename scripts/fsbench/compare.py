@@ -1,0 +1,338 @@
+"""Comparisons with verdicts: one figure's repeats against another's, as ratio, 95 % interval, p-value and verdict.
+
+Within a campaign (comparisons.csv, per cell and metric): each filesystem against raw, each filesystem against each
+later one in the campaign's order, and each block size against the next larger one per target. Between two runs
+(`python -m fsbench compare OLD NEW`): each cell they share, NEW against OLD, beside what differs in their
+provenance.json.
+
+The metric: a write's durable rate (mb_s_durable, what the storage sustained), a read's mb_s, and iops where the
+column holds values (not between block sizes: there iops only restates the rate over the block size).
+ratio = a's median / b's median. The interval and the p-value come from one test, Welch's t-test on log(rate):
+d = mean(log a) - mean(log b), se = sqrt(var(log a)/n_a + var(log b)/n_b), Welch-Satterthwaite degrees of freedom;
+the interval exp(d ± t(0.975, df) se) is that of the ratio of geometric means (for lognormal rates the ratio of
+medians), positive by construction. verdict: `faster` or `slower` (a relative to b) where the interval excludes 1
+and p < 0.05, else `no clear difference`; a side with fewer than two repeats gets no test and says so in `note`.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import t as student_t
+
+from .sizes import format_size
+from .stats import (
+    KEYS,
+    NOT_POSITIVE,
+    TEST,
+    TOO_FEW,
+    UNDECIDED,
+    Heading,
+    Para,
+    Table,
+    blocks_markdown,
+    cell_flags,
+    sort_rows,
+    verdict_blocks,
+)
+
+# The test columns of measurements.csv beyond stats.TEST (docs/contract.md): a cell is the same test only where
+# these agree too. Empty where a measurements.csv has no such column.
+MORE_TEST = [c for c in ("iodepth", "shared_file") if c not in TEST]
+TESTS = [*TEST, *MORE_TEST]
+CELL_KEYS = [*KEYS, *MORE_TEST]
+# comparisons.csv, in order. vs: what differs between a and b (target, block_size or run); that column is empty.
+COLUMNS = [
+    "campaign", "host", "array", "op", "metric", "vs", "target", "fs_type", *TESTS,
+    "a", "b", "n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "p_value", "verdict", "note",
+]  # fmt: skip
+# Below this p (and with the interval excluding 1) a difference is called.
+ALPHA = 0.05
+# The figure each op is judged by; iops besides, where measured.
+METRIC = {"write": "mb_s_durable", "read": "mb_s"}
+# What makes a cell the same in two runs (docs/contract.md): host too, where either run has several.
+RUN_CELL = ["array", "target", "fs_type", "op", *TESTS]
+
+
+def _clean(values) -> np.ndarray:
+    x = np.asarray(values, dtype=float)
+    return x[~np.isnan(x)]
+
+
+def welch_log(a, b, level: float = 0.95) -> dict:
+    """Welch's t-test on log(a) vs log(b): the interval of a/b (ci_low, ci_high), p_value, and why there is
+    none (note). Constant samples have no spread: equal ones give p = 1 and the interval [1, 1], different ones
+    p = 0 and a zero-width interval at their ratio."""
+    a, b = _clean(a), _clean(b)
+    if min(len(a), len(b)) < 2:
+        return {"ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "note": f"{TOO_FEW} (n={len(a)} vs {len(b)})"}
+    if not ((a > 0).all() and (b > 0).all()):
+        return {"ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan, "note": NOT_POSITIVE}
+    la, lb = np.log(a), np.log(b)
+    # A constant sample's mean is exactly its value, its variance exactly zero (no rounding noise).
+    ma, va = (la[0], 0.0) if np.ptp(a) == 0 else (la.mean(), la.var(ddof=1) / len(a))
+    mb, vb = (lb[0], 0.0) if np.ptp(b) == 0 else (lb.mean(), lb.var(ddof=1) / len(b))
+    d, se = ma - mb, np.sqrt(va + vb)
+    if se == 0:
+        p = 1.0 if d == 0 else 0.0
+        return {"ci_low": float(np.exp(d)), "ci_high": float(np.exp(d)), "p_value": p, "note": ""}
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = student_t.ppf(0.5 + level / 2, df) * se
+    p = 2 * student_t.sf(abs(d) / se, df)
+    return {"ci_low": float(np.exp(d - half)), "ci_high": float(np.exp(d + half)), "p_value": float(p), "note": ""}
+
+
+def verdict(ci_low, ci_high, p_value) -> str:
+    """faster / slower where the interval excludes 1 and p < ALPHA, else no clear difference."""
+    if pd.isna(p_value) or not p_value < ALPHA:
+        return UNDECIDED
+    return "faster" if ci_low > 1 else "slower" if ci_high < 1 else UNDECIDED
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, metric: str, name_a: str, name_b: str) -> dict:
+    """One comparison row (without the cell's columns): a's repeats (rows of measurements.csv) against b's."""
+    xa, xb = _clean(a[metric]), _clean(b[metric])
+    test = welch_log(xa, xb)
+    med_a, med_b = (float(np.median(x)) if len(x) else np.nan for x in (xa, xb))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = med_a / med_b if med_b > 0 else np.nan
+    notes = [test["note"]] if test["note"] else []
+    for name, rows in ((name_a, a), (name_b, b)):
+        flags = cell_flags(rows["flags"]) if "flags" in rows else ""
+        if flags:
+            notes.append(f"{name} flagged {flags}")
+    return {
+        "a": name_a, "b": name_b, "n_a": len(xa), "n_b": len(xb), "median_a": med_a, "median_b": med_b,
+        "ratio": ratio, "ci_low": test["ci_low"], "ci_high": test["ci_high"], "p_value": test["p_value"],
+        "verdict": verdict(test["ci_low"], test["ci_high"], test["p_value"]), "note": "; ".join(notes),
+    }  # fmt: skip
+
+
+def metrics(op, a: pd.DataFrame, b: pd.DataFrame, iops: bool = True) -> list[str]:
+    """The metrics two sides of a comparison are judged by: the op's rate, and iops where both measured it."""
+    out = [METRIC[op]] if op in METRIC and METRIC[op] in a and METRIC[op] in b else []
+    if iops and "iops" in a and "iops" in b and a["iops"].notna().any() and b["iops"].notna().any():
+        out.append("iops")
+    return out
+
+
+def with_tests(measurements: pd.DataFrame) -> pd.DataFrame:
+    """`measurements` with every test column (MORE_TEST empty where it has none)."""
+    return measurements.assign(**{c: np.nan for c in MORE_TEST if c not in measurements})
+
+
+def _cells(measurements: pd.DataFrame) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
+    """The cells of `measurements` (by CELL_KEYS) in a reader's order (raw first, then the campaign's order, sizes
+    ascending), and their rows: column `_i` of a cell indexes the list of rows."""
+    parts = list(measurements.groupby(CELL_KEYS, sort=False, dropna=False))
+    cells = pd.DataFrame([key for key, _ in parts], columns=CELL_KEYS).assign(_i=range(len(parts)))
+    return sort_rows(cells, ["campaign", "host", "array", "target", "op", *TESTS]), [rows for _, rows in parts]
+
+
+def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
+    """comparisons.csv from measurements.csv: per cell and metric, each filesystem against raw, each filesystem
+    against each later one, each block size against the next larger one per target."""
+    if measurements.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    cells, rows = _cells(with_tests(measurements))
+    out = []
+    place = ["campaign", "host", "array"]
+    # Targets, within a cell (campaign, host, array, op, test): each filesystem against raw, then against each
+    # later filesystem.
+    for _, same in cells.groupby([*place, "op", *TESTS], sort=False, dropna=False):
+        raw = [r for _, r in same.iterrows() if r["target"] == "raw"]
+        fs = [r for _, r in same.iterrows() if r["target"] != "raw"]
+        pairs = [(a, b) for b in raw for a in fs] + [(a, b) for i, a in enumerate(fs) for b in fs[i + 1 :]]
+        for a, b in pairs:
+            for metric in metrics(a["op"], rows[a["_i"]], rows[b["_i"]]):
+                row = {c: a[c] for c in [*place, "op", *TESTS]} | {"metric": metric, "vs": "target"}
+                out.append(row | compare(rows[a["_i"]], rows[b["_i"]], metric, str(a["target"]), str(b["target"])))
+    # Block sizes, within a target and test: each against the next larger, by rate only (iops = rate / block size:
+    # smaller blocks always do more operations, which answers nothing).
+    for _, same in cells.groupby([c for c in CELL_KEYS if c != "block_size"], sort=False, dropna=False):
+        sizes = [r for _, r in same.sort_values("block_size", kind="stable").iterrows()]
+        for a, b in zip(sizes, sizes[1:], strict=False):
+            for metric in metrics(a["op"], rows[a["_i"]], rows[b["_i"]], iops=False):
+                row = {c: a[c] for c in CELL_KEYS if c != "block_size"} | {"metric": metric, "vs": "block_size"}
+                names = [format_size(int(r["block_size"])) for r in (a, b)]
+                out.append(row | compare(rows[a["_i"]], rows[b["_i"]], metric, *names))
+    return order(pd.DataFrame(out, columns=COLUMNS))
+
+
+def order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Comparisons that found a difference first, each group in its own order."""
+    decided = frame["verdict"] != UNDECIDED
+    return pd.concat([frame[decided], frame[~decided]], ignore_index=True)
+
+
+def _same(value) -> str:
+    """A cell's value as both runs' CSVs agree on it: 1048576 = 1048576.0, True = 'True', NaN = ''."""
+    if pd.isna(value):
+        return ""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return str(int(number)) if number.is_integer() else str(number)
+
+
+def _by_cell(frame: pd.DataFrame, key: list[str]) -> dict[tuple, pd.DataFrame]:
+    cells = [tuple(_same(v) for v in row) for row in frame[key].itertuples(index=False)]
+    return {k: rows.drop(columns="_cell") for k, rows in frame.assign(_cell=cells).groupby("_cell", sort=False)}
+
+
+def compare_runs(old: pd.DataFrame, new: pd.DataFrame, old_name: str, new_name: str) -> pd.DataFrame:
+    """Per cell both runs measured (RUN_CELL, with host where either run has several), new (a) against old (b)."""
+    if old.empty or new.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    old, new = with_tests(old), with_tests(new)
+    hosts = any("host" in f and f["host"].nunique(dropna=False) > 1 for f in (old, new))
+    key = ["host", *RUN_CELL] if hosts else RUN_CELL
+    before, after = _by_cell(old, key), _by_cell(new, key)
+    out = []
+    for cell in (k for k in after if k in before):
+        a, b = after[cell], before[cell]
+        for metric in metrics(a["op"].iloc[0], a, b):
+            row = {c: a[c].iloc[0] for c in key} | {"metric": metric, "vs": "run"}
+            out.append(row | compare(a, b, metric, new_name, old_name))
+    frame = pd.DataFrame(out, columns=COLUMNS)
+    if frame.empty:
+        return frame
+    return order(sort_rows(frame, [*(["host"] if hosts else []), "array", "target", "op", *TESTS]))
+
+
+# Provenance --------------------------------------------------------------------------------------------------------
+
+# Keys whose values tell one run from another however alike the two are: a filesystem's identity and dates.
+PER_RUN = re.compile(
+    r"(^|\.)(uuid|loop_backing_file|Filesystem UUID|Directory Hash Seed|Filesystem created|Last mount time|"
+    r"Last write time|Last checked|Lifetime writes|Checksum|Free blocks|Free inodes|Journal sequence|Mount count|"
+    r"kernel_version)$"
+)  # fmt: skip
+
+
+def _text_fields(text: str) -> dict[str, str] | None:
+    """A tool's read-back as fields: 'Name:  value' lines (dumpe2fs, btrfs) or 'section = a=1 b=2, c=3' lines
+    (xfs_info). None for text of one line."""
+    lines = text.splitlines()
+    if len(lines) < 2:
+        return None
+    out, section = {}, ""
+    for i, line in enumerate(lines):
+        named = re.match(r"^([^:=]+?):\s*(.*)$", line)
+        if named:
+            out[named.group(1).strip()] = named.group(2).strip()
+            continue
+        head = re.match(r"^([^\s=][^=]*?)\s*=", line)
+        if head:
+            section = head.group(1).strip()
+        pairs = re.findall(r"([\w.-]+)=([^\s,]+)", line)
+        for name, value in pairs:
+            out[f"{section}.{name}" if section and name != section else name] = value
+        if not named and not pairs and line.strip():
+            out[f"line {i + 1}"] = line.strip()
+    return out
+
+
+def flatten(value, prefix: str = "") -> dict[str, str]:
+    """provenance.json as dotted keys: 'arrays.demo.targets.ext4.mount_options_read_back' -> 'rw,relatime';
+    lists of words as one value, lists of objects by index, multi-line read-backs by field."""
+    out: dict[str, str] = {}
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out |= flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
+        for i, v in enumerate(value):
+            out |= flatten(v, f"{prefix}[{i}]")
+    elif isinstance(value, list):
+        out[prefix] = " ".join(map(str, value))
+    elif isinstance(value, str) and (fields := _text_fields(value)) is not None:
+        out |= {f"{prefix}.{k}": v for k, v in fields.items()}
+    else:
+        out[prefix] = "" if value is None else str(value)
+    return out
+
+
+def provenance_diff(old: dict, new: dict) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """(key, old value, new value) for every key whose value differs (absent: '(none)'), and apart from those
+    the keys that differ between any two runs (PER_RUN: UUIDs, dates)."""
+    a, b = flatten(old), flatten(new)
+    keys = list(dict.fromkeys([*a, *b]))
+    differ = [k for k in keys if a.get(k) != b.get(k)]
+    per_run = [k for k in differ if PER_RUN.search(k)]
+    return [(k, a.get(k, "(none)"), b.get(k, "(none)")) for k in differ if k not in per_run], per_run
+
+
+# What of a run's settings measurements.csv holds, where provenance.json may not.
+SETTINGS = ["engine", "cache", "bytes", "data"]
+
+
+def settings(measurements: pd.DataFrame) -> dict:
+    """The run-wide settings seen in measurements.csv: each column's values, as provenance-like keys."""
+    return {
+        "measurements": {
+            c: " ".join(map(str, pd.unique(measurements[c].dropna()))) for c in SETTINGS if c in measurements
+        }
+    }
+
+
+# `python -m fsbench compare OLD NEW` ---------------------------------------------------------------------------------
+
+
+def locate(path) -> tuple[Path, Path]:
+    """(measurements.csv, provenance.json beside it) of a result folder or a measurements.csv file."""
+    path = Path(path)
+    csv = path / "measurements.csv" if path.is_dir() else path
+    if not csv.is_file():
+        raise FileNotFoundError(f"{path}: no measurements.csv there")
+    return csv, csv.parent / "provenance.json"
+
+
+def read_provenance(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+
+
+def compare_blocks(result: pd.DataFrame, changes, per_run, old_path, new_path, missing=()) -> list:
+    """The output of `fsbench compare` as blocks: the verdicts, then what differs in provenance."""
+    blocks: list = [Heading(1, f"fsbench compare: new ({new_path}) against old ({old_path})")]
+    if result.empty:
+        blocks.append(Para("The two runs share no cell (array, target, fs_type, op, pattern, block size, direct, "
+                           "streams): nothing to compare."))  # fmt: skip
+    else:
+        blocks += verdict_blocks(result, source="the CSV beside this file")
+    blocks.append(Heading(2, "What differs in provenance"))
+    for name in missing:
+        blocks.append(Para(f"{name} has no provenance.json beside it: only measurements.csv's settings are compared."))
+    if changes:
+        blocks.append(Table(["key", "old", "new"], [list(c) for c in changes], prose=True))
+    else:
+        blocks.append(Para("Nothing that describes the set-up differs."))
+    if per_run:
+        blocks.append(Para(f"Also different, as between any two runs: {', '.join(per_run)}."))
+    return blocks
+
+
+def run(old_path, new_path, out=None) -> tuple[str, Path, Path]:
+    """Compare two runs; write the text (Markdown) and the comparisons (CSV). (text, markdown path, csv path)."""
+    (old_csv, old_prov), (new_csv, new_prov) = locate(old_path), locate(new_path)
+    old, new = pd.read_csv(old_csv), pd.read_csv(new_csv)
+    result = compare_runs(old, new, "old", "new")
+    prov = {str(path): read_provenance(p) for path, p in ((old_path, old_prov), (new_path, new_prov))}
+    missing = [path for path, p in prov.items() if p is None]
+    changes, per_run = provenance_diff(
+        (read_provenance(old_prov) or {}) | settings(old), (read_provenance(new_prov) or {}) | settings(new)
+    )
+    text = blocks_markdown(compare_blocks(result, changes, per_run, old_path, new_path, missing))
+    base = Path(out) if out else new_csv.parent / "compare"
+    md, csv = base.with_suffix(".md"), base.with_suffix(".csv")
+    md.parent.mkdir(parents=True, exist_ok=True)
+    md.write_text(text)
+    result.to_csv(csv, index=False)
+    return text, md, csv
