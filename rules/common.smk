@@ -144,6 +144,8 @@ def plot_files(as_report_items=False):
         t != "raw" for t in TARGETS
     )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
+    # dd reports no per-call times: no latency plot for a dd campaign (its IOPS come from dd's records).
+    names += ["iops"] + (["latency"] if CAMPAIGN["io"]["engine"] != "dd" else [])
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
     for name in names:

@@ -187,6 +187,25 @@ def test_dd_cannot_do_rand():
         validate(with_("io.engine", "dd") | {"io": GOOD["io"] | {"engine": "dd", "patterns": ["seq", "rand"]}})
 
 
+def test_a_queue_depth_is_a_cell_axis_spelled_in_the_path_only_above_1():
+    c = validate(with_("io", GOOD["io"] | {"iodepth": [1, 32]}))
+    found = list(cells(c))
+    assert len(found) == 3 * 2 * 2 * 2
+    assert {x.test for x in found if x.iodepth == 1} == {"seq-1MiB-buffered-1s", "seq-4MiB-buffered-1s"}
+    assert {x.test for x in found if x.iodepth == 32} == {"seq-1MiB-buffered-1s-qd32", "seq-4MiB-buffered-1s-qd32"}
+
+
+def test_a_queue_depth_above_1_needs_io_uring_and_not_dd(monkeypatch):
+    with pytest.raises(ConfigError, match=r"'io.iodepth': value \[1, 8\].*\[1\] with io.engine dd"):
+        validate(with_("io", GOOD["io"] | {"engine": "dd", "iodepth": [1, 8]}))
+    import fsbench.config
+
+    monkeypatch.setattr(fsbench.config, "_why_no_io_uring", lambda: "kernel.io_uring_disabled is 2")
+    with pytest.raises(ConfigError, match=r"'io.iodepth'.*above 1 needs io_uring, and kernel.io_uring_disabled is 2"):
+        validate(with_("io", GOOD["io"] | {"iodepth": [1, 8]}))
+    assert validate(with_("io", GOOD["io"] | {"iodepth": [1]}))["io"]["iodepth"] == [1]  # depth 1 asks nothing
+
+
 def test_direct_needs_aligned_block_sizes():
     with pytest.raises(ConfigError, match=r"'io.block_sizes\[0\]': value '1000B'.*multiple of 4096"):
         validate(with_("io", GOOD["io"] | {"size": 1000 * 4096, "block_sizes": [1000], "direct": [False, True]}))

@@ -42,7 +42,7 @@ def test_cell_spec_carries_every_setting_of_the_measurement():
     spec = plan.cell_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2")
     assert spec | {"array_spec": None, "fs": None} == {
         "campaign": "p", "host": "local", "array": "a", "target": "xfs", "fs_type": "xfs", "pattern": "rand",
-        "block_size": 64 * 1024, "direct": True, "streams": 4, "rep": 2, "test": "rand-64KiB-direct-4s",
+        "block_size": 64 * 1024, "direct": True, "streams": 4, "iodepth": 1, "rep": 2, "test": "rand-64KiB-direct-4s",
         "size": 64 * MiB, "data": "random", "engine": "python", "cache": "drop", "array_spec": None, "fs": None,
         "workdir": "/var/tmp/fsbench-plan-test/p/a",
     }  # fmt: skip

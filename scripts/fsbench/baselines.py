@@ -41,7 +41,8 @@ def dd_log_rows(name: str, text: str) -> list[dict]:
         rows.append({
             "campaign": name, "host": "", "array": name, "target": run["target"], "fs_type": run["fs_type"],
             "op": run["op"], "pattern": "seq", "block_size": math.nan if run["bs"] is None else run["bs"],
-            "direct": run["direct"], "streams": 1, "rep": seen[key], "bytes": run["bytes"], "seconds": run["seconds"],
+            "direct": run["direct"], "streams": 1, "iodepth": 1, "rep": seen[key], "bytes": run["bytes"],
+            "seconds": run["seconds"],
             "mb_s": rate(run["bytes"], run["seconds"]), "seconds_durable": durable,
             "mb_s_durable": rate(run["bytes"], durable), "engine": "dd-log", "cache": "", "cached_before": math.nan,
             "started_at": "", "ops": ops, "iops": ops / run["seconds"] if run["seconds"] > 0 else math.nan,
@@ -66,6 +67,7 @@ def load_baseline(name: str, path) -> pd.DataFrame:
         for column in COLUMNS:
             if column not in df:
                 df[column] = "" if column in _TEXT_COLUMNS else math.nan
+        df["iodepth"] = df["iodepth"].fillna(1)  # measured before the column existed: one call at a time
         for column in _TEXT_COLUMNS:
             df[column] = df[column].astype(object).where(df[column].notna(), "").astype(str)
         df["campaign"] = name

@@ -112,6 +112,12 @@ def _size(value, key: str) -> int:
         raise _fail(key, value, SIZE_ALLOWED) from None
 
 
+def _why_no_io_uring() -> str | None:
+    from .uring import why_unavailable  # only campaigns with a depth above 1 need to ask the kernel
+
+    return why_unavailable()
+
+
 def _check_semantics(config: dict) -> None:
     io = config["io"]
     io["size"] = _size(io["size"], "io.size")
@@ -131,6 +137,12 @@ def _check_semantics(config: dict) -> None:
     if io["engine"] == "dd" and "rand" in io["patterns"]:
         allowed = "seq only with io.engine dd (dd cannot seek at random; use python or fio)"
         raise _fail("io.patterns", io["patterns"], allowed)
+    deep = [d for d in io["iodepth"] if d > 1]
+    if deep and io["engine"] == "dd":
+        allowed = "[1] with io.engine dd (dd has one request in flight; use python or fio)"
+        raise _fail("io.iodepth", io["iodepth"], allowed)
+    if deep and (why := _why_no_io_uring()):
+        raise _fail("io.iodepth", io["iodepth"], f"[1] on this machine: above 1 needs io_uring, and {why}")
     if True in io["direct"] or io["cache"] == "direct":
         for i, bs in enumerate(io["block_sizes"]):
             if bs % DIRECT_ALIGN:
@@ -248,8 +260,12 @@ def repeat_plan(io: dict) -> tuple[int, int, float | None]:
     return (r["min"], r["max"], r["target_ci"]) if isinstance(r, dict) else (r, r, None)
 
 
-# How a cell's test is spelled in its path, e.g. seq-1MiB-buffered-1s; one regex reads it back.
-TEST_PATTERN = r"(?P<pattern>seq|rand)-(?P<bs>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<io>buffered|direct)-(?P<streams>\d+)s"
+# How a cell's test is spelled in its path, e.g. seq-1MiB-buffered-1s, rand-4KiB-direct-1s-qd32 (the queue
+# depth only above 1, so that paths of depth-1 cells read as they always did); one regex reads it back.
+TEST_PATTERN = (
+    r"(?P<pattern>seq|rand)-(?P<bs>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<io>buffered|direct)-(?P<streams>\d+)s"
+    r"(?:-qd(?P<iodepth>[1-9]\d*))?"
+)
 TEST_RE = re.compile(TEST_PATTERN)
 
 
@@ -265,11 +281,13 @@ class Cell:
     direct: bool
     streams: int
     rep: int
+    iodepth: int = 1
 
     @property
     def test(self) -> str:
         io = "direct" if self.direct else "buffered"
-        return f"{self.pattern}-{format_size(self.block_size)}-{io}-{self.streams}s"
+        depth = f"-qd{self.iodepth}" if self.iodepth > 1 else ""
+        return f"{self.pattern}-{format_size(self.block_size)}-{io}-{self.streams}s{depth}"
 
     @property
     def path(self) -> str:
@@ -283,7 +301,7 @@ class Cell:
         if m is None:
             raise ValueError(f"not a test: {test!r}; allowed: {TEST_PATTERN}")
         return cls(host, array, target, m["pattern"], parse_size(m["bs"]), m["io"] == "direct",
-                   int(m["streams"]), int(rep))  # fmt: skip
+                   int(m["streams"]), int(rep), int(m["iodepth"] or 1))  # fmt: skip
 
 
 def targets(config: dict, array: str) -> list[str]:
@@ -312,11 +330,11 @@ def cells(config: dict):
     io = config["io"]
     where = [(h, a, t) for h in hosts(config) for a in config["arrays"] for t in targets(config, a)]
     where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
-    tests = list(itertools.product(io["block_sizes"], io["patterns"], io["direct"], io["streams"]))
+    tests = list(itertools.product(io["block_sizes"], io["patterns"], io["direct"], io["streams"], io["iodepth"]))
     for host, array, target in where:
         for rep in range(1, repeat_plan(io)[0] + 1):
-            for bs, pattern, direct, streams in tests:
-                yield Cell(host, array, target, pattern, bs, direct, streams, rep)
+            for bs, pattern, direct, streams, iodepth in tests:
+                yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth)
 
 
 def fingerprint(*parts) -> str:

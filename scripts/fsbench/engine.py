@@ -5,6 +5,7 @@ was emptied and then measured, so a read's `cached_before` is a fact, not a hope
 """
 
 import ctypes
+import errno
 import logging
 import mmap
 import os
@@ -54,6 +55,7 @@ class Job:
     direct: bool = False  # O_DIRECT
     data: str = "random"  # random (incompressible) | zero
     seed: int = 0
+    iodepth: int = 1  # I/Os in flight per stream: 1 is one call at a time, more go through io_uring
 
     @property
     def count(self) -> int:
@@ -184,6 +186,70 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list
             "end_durable": end, "ops": latency.count, "latency": latency.as_record()}  # fmt: skip
 
 
+def _uring_stream(job: Job, index: int, writing: bool, blocks: list, start_line: threading.Barrier, done: list) -> dict:
+    """One stream with job.iodepth I/Os always in flight (io_uring): as one completes, the next is queued.
+
+    A call's latency runs from when it was queued to when its completion was reaped; writes are flushed
+    (fsync) once all have completed, as with one call at a time.
+    """
+    from .uring import Ring, buffer_address, check
+
+    stream, bs, depth = job.streams[index], job.block_size, job.iodepth
+    where, n = offsets(job, index), job.count
+    op = "write" if writing else "read"
+    if writing:
+        first = index * len(blocks) // len(job.streams)  # streams write different data
+        data = [buffer_address(b) for b in blocks]
+        address = [data[(first + k) % len(data)] for k in range(min(n, len(data)))]
+    else:
+        slots_buf = mmap.mmap(-1, depth * bs)  # one page-aligned buffer per slot in flight
+        address = [buffer_address(slots_buf) + slot * bs for slot in range(depth)]
+    fd = _open(stream, job, writing)
+    latency, ns, queued_at = Histogram(), time.perf_counter_ns, [0] * depth
+    try:
+        with Ring(depth) as ring:
+            if writing and job.pattern == "rand" and not stream.device:
+                os.ftruncate(fd, job.size)
+            prep, submit_and_wait, completions = ring.prep, ring.submit_and_wait, ring.completions
+            record = latency.record
+            free, k, in_flight = list(range(depth)), 0, 0
+            start_line.wait()
+            start = _clock()
+            while k < n or in_flight:
+                while free and k < n:
+                    slot = free.pop()
+                    buf = address[k % len(address)] if writing else address[slot]
+                    queued_at[slot] = ns()
+                    prep(op, fd, buf, bs, where[k], slot)
+                    k += 1
+                    in_flight += 1
+                submit_and_wait(1)
+                now = ns()
+                for slot, res in completions():
+                    if res != bs:
+                        check(res, f"{op} of {stream.path}")
+                        if writing:  # a short write leaves the block unfinished: the device is full
+                            raise OSError(errno.ENOSPC, f"short write of {stream.path}: {res} of {bs} bytes")
+                    if res:  # a read past the end moves nothing: no operation (as at depth 1)
+                        record(now - queued_at[slot])
+                    done[index] += res
+                    in_flight -= 1
+                    free.append(slot)
+            end = _clock()
+            end_durable = end
+            if writing:
+                os.fsync(fd)
+                end_durable = _clock()
+    finally:
+        os.close(fd)
+        if not writing:
+            slots_buf.close()
+    return {
+        "path": stream.path, "offset": stream.offset, "bytes": done[index], "start": start, "end": end,
+        "end_durable": end_durable, "ops": latency.count, "latency": latency.as_record(), "iodepth": depth,
+    }  # fmt: skip
+
+
 def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:
     """Run `one_stream(index, start_line, done)` for every stream at once, in threads (the syscalls release
     the GIL), while a reporter logs the progress the streams count in `done`."""
@@ -292,6 +358,8 @@ class ChildBytes:
 
 def _describe(job: Job, op: str) -> str:
     call = "os.pwrite()" if op == "write" else "read() via FileIO.readinto"
+    if job.iodepth > 1:
+        call = f"io_uring IORING_OP_{op.upper()}, {job.iodepth} in flight,"
     how = f"{job.pattern}, {'O_DIRECT' if job.direct else 'buffered'}" + (", then os.fsync()" if op == "write" else "")
     where = ", ".join(s.path + (f"@{s.offset}" if s.offset else "") for s in job.streams)
     data = f" of {job.data} data" if op == "write" else ""
@@ -303,7 +371,10 @@ def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Write every stream (timing the flush too: the durable figure); one figure over all streams."""
     pool, blocks = data_pool(job.block_size, job.data)
     try:
-        streams = _run(job, "write", lambda i, line, done: _write_stream(job, i, blocks, line, done), every)
+        if job.iodepth > 1:
+            streams = _run(job, "write", lambda i, line, done: _uring_stream(job, i, True, blocks, line, done), every)
+        else:
+            streams = _run(job, "write", lambda i, line, done: _write_stream(job, i, blocks, line, done), every)
     finally:
         for block in blocks:
             block.release()
@@ -313,7 +384,10 @@ def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
 
 def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Read every stream into one reused buffer each; one figure over all streams."""
-    streams = _run(job, "read", lambda i, line, done: _read_stream(job, i, line, done), every)
+    if job.iodepth > 1:
+        streams = _run(job, "read", lambda i, line, done: _uring_stream(job, i, False, [], line, done), every)
+    else:
+        streams = _run(job, "read", lambda i, line, done: _read_stream(job, i, line, done), every)
     return aggregate(streams, _describe(job, "read"))
 
 

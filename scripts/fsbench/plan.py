@@ -7,6 +7,7 @@ because Snakemake calls it once per job when it plans a campaign of thousands of
 
 import functools
 import itertools
+import re
 from pathlib import Path
 
 from .config import ALL_HOSTS, LOCAL, TEST_PATTERN, Cell, all_targets, fingerprint, hosts, repeat_plan
@@ -21,10 +22,7 @@ STATE_STEPS = ("mkfs", "mount", "write")
 WILDCARDS = {
     "host": "[A-Za-z0-9][A-Za-z0-9.-]*",
     "array": "[A-Za-z0-9][A-Za-z0-9_-]*",
-    "test": TEST_PATTERN.replace("?P<pattern>", "?:")
-    .replace("?P<bs>", "?:")
-    .replace("?P<io>", "?:")
-    .replace("?P<streams>", "?:"),
+    "test": re.sub(r"\?P<\w+>", "?:", TEST_PATTERN),  # the same, without named groups
     "rep": r"\d+",
     "k": r"\d+",
 }
@@ -55,8 +53,9 @@ class Plan:
         self.targets = all_targets(campaign)
         self.hosts = hosts(campaign) + [ALL_HOSTS]
         self.min_reps, self.max_reps, self.target_ci = repeat_plan(self.io)
-        tests = itertools.product(self.io["block_sizes"], self.io["patterns"], self.io["direct"], self.io["streams"])
-        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1).test for bs, p, d, s in tests]
+        io = self.io
+        tests = itertools.product(io["block_sizes"], io["patterns"], io["direct"], io["streams"], io["iodepth"])
+        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q).test for bs, p, d, s, q in tests]
         self.fingerprints = {
             (a, name): fingerprint(fs, spec)
             for a, spec in campaign["arrays"].items()
@@ -79,6 +78,7 @@ class Plan:
             "block_size": cell.block_size,
             "direct": cell.direct,
             "streams": cell.streams,
+            "iodepth": cell.iodepth,
             "rep": cell.rep,
             "test": test,
             "size": self.io["size"],

@@ -223,7 +223,7 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     fig.suptitle(
         f"Throughput: {moved} per measurement, engine {engines} · {MBS}\n"
         + (
-            "bar = mean (value below it), whisker = 95% CI (Student t), dot = each repetition"
+            "bar = mean (value below it), whisker = 95% CI (geometric mean, log scale), dot = each repetition"
             if several
             else "one repetition, no CI (value below each bar)"
         ),
@@ -410,6 +410,103 @@ def _beside_baselines(summary: pd.DataFrame, earlier: pd.DataFrame) -> Figure:
     return fig
 
 
+def _io_test(row) -> str:
+    """A test as a panel or tick names it: pattern, block size, buffered/direct, streams, queue depth."""
+    io = "direct" if row["direct"] in (True, "True") else "buffered"
+    depth = int(row["iodepth"]) if "iodepth" in row and pd.notna(row["iodepth"]) else 1
+    return f"{row['pattern']} {format_size(int(row['block_size']))} {io} {int(row['streams'])}s qd{depth}"
+
+
+def _medians(measurements: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Per host, array, target, op and test: the median over the repetitions of each column."""
+    df = measurements.copy()
+    if "iodepth" not in df:
+        df["iodepth"] = 1
+    keys = ["host", "array", "target", "op", "pattern", "block_size", "direct", "streams", "iodepth"]
+    df = df.dropna(subset=[columns[0]])
+    if df.empty:
+        return df
+    out = df.groupby(keys, sort=False, dropna=False)[columns].median().reset_index()
+    out["test"] = out.apply(_io_test, axis=1)
+    return out
+
+
+def _iops(measurements: pd.DataFrame) -> Figure | None:
+    """IOPS on a log axis: per op and pattern a panel, targets side by side per block size and queue depth."""
+    data = _medians(measurements, ["iops"])
+    if data.empty:
+        return None
+    targets = list(dict.fromkeys(data["target"]))
+    colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
+    panels = [(op, pattern) for op in OPS for pattern in dict.fromkeys(data["pattern"])
+              if ((data["op"] == op) & (data["pattern"] == pattern)).any()]  # fmt: skip
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 1.6 * data["test"].nunique() + 3), 3.6 * len(panels)),
+                             squeeze=False, layout="constrained")  # fmt: skip
+    for ax, (op, pattern) in zip(axes[:, 0], panels, strict=True):
+        part = data[(data["op"] == op) & (data["pattern"] == pattern)]
+        tests = list(dict.fromkeys(part.sort_values(["block_size", "iodepth", "streams", "direct"])["test"]))
+        at, width = _positions(len(targets))
+        for _, row in part.iterrows():
+            x = at(tests.index(row["test"]), targets.index(row["target"]))
+            ax.bar(x, row["iops"], width * 0.92, color=colours[row["target"]])
+            if len(part) <= MAX_LABELLED_BARS:
+                ax.text(x, row["iops"] * 1.08, f"{row['iops']:,.0f}", ha="center", va="bottom", fontsize=7, rotation=90)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(tests)), [t.replace(f"{pattern} ", "").replace(" ", "\n") for t in tests])
+        ax.set_title(f"{op} · {pattern}")
+        ax.set_ylabel("IOPS (median, log)")
+        top = part["iops"].max()
+        ax.set_ylim(part["iops"].min() / 3, top * 4)
+    fig.suptitle("Operations per second by target, block size and queue depth (qd)\nmedian of the repetitions",
+                 fontsize=13)  # fmt: skip
+    fig.legend(handles=[Patch(facecolor=colours[t], label=str(t)) for t in targets], loc="outside lower center",
+               ncol=min(len(targets), 6), frameon=False, title="target")  # fmt: skip
+    return fig
+
+
+LATENCY_MARKS = [("lat_p50_us", "p50", "o"), ("lat_p99_us", "p99", "D"), ("lat_p999_us", "p99.9", "s")]
+
+
+def _latency(measurements: pd.DataFrame) -> Figure | None:
+    """Latency percentiles on a log axis: per op and test a panel, per target p50, p99 and p99.9 on one line."""
+    columns = [c for c, _, _ in LATENCY_MARKS]
+    if not set(columns) <= set(measurements.columns):
+        return None
+    data = _medians(measurements, columns)
+    if data.empty:
+        return None
+    targets = list(dict.fromkeys(data["target"]))
+    colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
+    panels = [(op, test) for op in OPS for test in dict.fromkeys(data.sort_values(["block_size", "iodepth"])["test"])
+              if ((data["op"] == op) & (data["test"] == test)).any()]  # fmt: skip
+    n_cols = min(len(panels), 3)
+    n_rows = -(-len(panels) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(max(4.2, 0.9 * len(targets) + 2) * n_cols, 3.8 * n_rows),
+                             squeeze=False, layout="constrained")  # fmt: skip
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, (op, test) in zip(axes.flat, panels, strict=False):
+        part = data[(data["op"] == op) & (data["test"] == test)].set_index("target")
+        for i, target in enumerate(t for t in targets if t in part.index):
+            values = [part.loc[target, c] for c in columns]
+            ax.plot([i, i], [min(values), max(values)], color=colours[target], lw=2, alpha=0.5)
+            for (_, name, marker), value in zip(LATENCY_MARKS, values, strict=True):
+                ax.plot(i, value, marker=marker, color=colours[target], ms=9 if name == "p99" else 6, ls="")
+                if name == "p99":
+                    ax.annotate(f"{value:,.0f}", (i, value), textcoords="offset points", xytext=(8, -3), fontsize=8)
+        shown = [t for t in targets if t in part.index]
+        ax.set_xticks(range(len(shown)), shown)
+        ax.set_xlim(-0.6, len(shown) - 0.4)
+        ax.set_yscale("log")
+        ax.set_title(f"{op} · {test}", fontsize=10)
+        ax.set_ylabel("µs per operation (log)")
+    fig.suptitle("Latency per operation: p50 (circle), p99 (diamond, value written), p99.9 (square)\n"
+                 "median of the repetitions; lower is better", fontsize=13)  # fmt: skip
+    marks = [Line2D([], [], marker=m, ls="", color="gray", label=n) for _, n, m in LATENCY_MARKS]
+    fig.legend(handles=marks, loc="outside lower center", ncol=3, frameon=False, title="percentile")
+    return fig
+
+
 def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir, baselines=None) -> list[Path]:
     """Write throughput, efficiency (when there is raw) and durable (when there are writes) as PNG and SVG.
 
@@ -427,6 +524,8 @@ def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir, bas
             ("efficiency", lambda: _efficiency(summary)),
             ("durable", lambda: _durable(summary)),
         ]
+    if len(measurements):
+        figures += [("iops", lambda: _iops(measurements)), ("latency", lambda: _latency(measurements))]
     if earlier is not None:  # always written when there are baselines: the workflow expects the file
         figures.append(("baselines", lambda: _beside_baselines(summary, earlier)))
     paths = []

@@ -14,7 +14,7 @@ from .latency import COLUMNS as LATENCY_COLUMNS
 # The columns of measurements.csv and baselines.csv, in order (docs/contract.md).
 COLUMNS = [
     "campaign", "host", "array", "target", "fs_type", "op", "pattern", "block_size", "direct",
-    "streams", "rep", "bytes", "seconds", "mb_s", "seconds_durable", "mb_s_durable", "engine",
+    "streams", "iodepth", "rep", "bytes", "seconds", "mb_s", "seconds_durable", "mb_s_durable", "engine",
     "cache", "cached_before", "started_at", "ops", "iops", *LATENCY_COLUMNS, "flags",
 ]  # fmt: skip
 

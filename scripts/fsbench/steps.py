@@ -158,7 +158,9 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
         streams = tuple(engine.Stream(str(where / f"{name}-{i}.dat")) for i in range(n))
     direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
     seed = int(hashlib.sha256(f"{cell['test']}/{cell['rep']}".encode()).hexdigest()[:8], 16)
-    return engine.Job(streams, size, cell["block_size"], cell["pattern"], direct, cell["data"], seed)
+    return engine.Job(
+        streams, size, cell["block_size"], cell["pattern"], direct, cell["data"], seed, cell.get("iodepth", 1)
+    )
 
 
 def _ready_for_io(state: dict, cell: dict, workdir) -> None:
