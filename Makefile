@@ -34,7 +34,8 @@ release: setup
 bench-engines: setup
 	.venv/bin/python benchmarks/engines.py
 
-# Planning speed: snakemake -n on 10,000 cells, and a no-op run of a finished ~500-job campaign (no device
-# is touched); prints a table and keeps it in docs/bench-dag.md.
+# Planning cost per job: snakemake -n on ~2,000 cells (~7,200 jobs) and a no-op run of a finished ~400-job
+# campaign, each beside a bare one-rule workflow with as many jobs, side by side in 3 rounds (no device is
+# touched, ~10 min); prints a table and keeps it in docs/bench-dag.md.
 bench-dag: setup
 	.venv/bin/python benchmarks/dag.py
