@@ -46,7 +46,8 @@ def dd_log_rows(name: str, text: str) -> list[dict]:
             "mb_s": rate(run["bytes"], run["seconds"]), "seconds_durable": durable,
             "mb_s_durable": rate(run["bytes"], durable), "engine": "dd-log", "cache": "", "cached_before": math.nan,
             "started_at": "", "ops": ops, "iops": ops / run["seconds"] if run["seconds"] > 0 else math.nan,
-            **dict.fromkeys(LATENCY_COLUMNS, math.nan), "flags": run["flags"],
+            **dict.fromkeys([*LATENCY_COLUMNS, "cpu_s_per_gb", "device_bytes", "write_amplification"], math.nan),
+            "flags": run["flags"],
         })  # fmt: skip
     return rows
 

@@ -5,17 +5,20 @@ aggregating loses nothing and a half-written record never exists.
 """
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
 
 from .latency import COLUMNS as LATENCY_COLUMNS
+from .telemetry import cache_hit
 
 # The columns of measurements.csv and baselines.csv, in order (docs/contract.md).
 COLUMNS = [
     "campaign", "host", "array", "target", "fs_type", "op", "pattern", "block_size", "direct",
     "streams", "iodepth", "rep", "bytes", "seconds", "mb_s", "seconds_durable", "mb_s_durable", "engine",
-    "cache", "cached_before", "started_at", "ops", "iops", *LATENCY_COLUMNS, "flags",
+    "cache", "cached_before", "started_at", "ops", "iops", *LATENCY_COLUMNS, "cpu_s_per_gb", "device_bytes",
+    "write_amplification", "flags",
 ]  # fmt: skip
 
 # Figures shorter than this are dominated by start-up and caches (IO500 wants minutes).
@@ -59,4 +62,6 @@ def flags_for(row: dict, expected_bytes: int) -> str:
         flags.append("short")
     if row["op"] == "read" and row["cached_before"] > CACHED_LIMIT:
         flags.append("cached")
+    if cache_hit(row["op"], row["bytes"], row.get("device_bytes", math.nan)):
+        flags.append("cache-hit")
     return ";".join(flags)

@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import arrays, devices, engine, provenance
+from . import arrays, devices, engine, provenance, telemetry
 from .arrays import ArrayState
 from .engines import run_engine
 from .hosts import check_host
@@ -207,6 +207,11 @@ def _head(stream: engine.Stream) -> str:
         os.close(fd)
 
 
+def _members(state: dict) -> list[str]:
+    """The devices whose counters show what the array moved: its members (under an md array too)."""
+    return list(state.get("members") or [])
+
+
 def _row(cell: dict, op: str, result: dict) -> dict:
     row = {k: cell.get(k, "") for k in COLUMNS}
     row.update(
@@ -222,6 +227,7 @@ def _row(cell: dict, op: str, result: dict) -> dict:
         ops=result["ops"],
         iops=result["ops"] / result["seconds"] if result["seconds"] > 0 else float("nan"),
         **{k: result[k] for k in LATENCY_COLUMNS},
+        **{k: result.get(k, float("nan")) for k in ("cpu_s_per_gb", "device_bytes", "write_amplification")},
     )
     row["flags"] = flags_for(row, cell["size"] * cell["streams"])
     return row
@@ -257,7 +263,9 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
             f"at {where}; make more room or io.size smaller"
         )
     try:
-        result = run_engine(cell["engine"], "write", job)
+        with telemetry.measured("write", _members(state)) as found:
+            result = run_engine(cell["engine"], "write", job)
+        result |= telemetry.columns("write", result["bytes"], found)
     except BaseException as e:
         for path in files:
             Path(path).unlink(missing_ok=True)  # a partial file must not pass for data, nor fill the disk
@@ -306,7 +314,9 @@ def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
     cached = [engine.resident_fraction(s.path, job.size, s.offset) for s in job.streams]
-    result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
+    with telemetry.measured("read", _members(state)) as found:
+        result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
+    result |= telemetry.columns("read", result["bytes"], found)
     for stream in job.streams:
         if not stream.device:
             os.unlink(stream.path)  # keep the filesystem's free space the same for the next cell
