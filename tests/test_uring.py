@@ -16,7 +16,8 @@ from fsbench.uring import Ring, buffer_address, check, why_unavailable
 
 BS = 4096
 
-pytestmark = pytest.mark.skipif(why_unavailable() is not None, reason=f"io_uring: {why_unavailable()}")
+UNAVAILABLE = why_unavailable()
+pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"io_uring: {UNAVAILABLE}")
 
 
 def ring_fds() -> set[int]:
@@ -78,7 +79,19 @@ def direct_dir():
         shutil.rmtree(path)
 
 
-@pytest.mark.parametrize("flags", [None, 0], ids=["default-flags", "flags-0"])
+DEFER = uring.IORING_SETUP_SINGLE_ISSUER | uring.IORING_SETUP_DEFER_TASKRUN
+
+
+def ring_or_skip(depth: int, flags: int) -> Ring:
+    try:
+        return Ring(depth, flags)
+    except OSError as e:
+        if e.errno == errno.EINVAL and flags:
+            pytest.skip(f"kernel refuses setup flags {flags:#x} (before 6.1)")
+        raise
+
+
+@pytest.mark.parametrize("flags", [0, DEFER], ids=["flags-0", "single-issuer-defer-taskrun"])
 @pytest.mark.parametrize("depth", [1, 32])
 def test_write_then_read_back_random_offsets(tmp_path, depth, flags):
     nblocks = 64
@@ -89,7 +102,7 @@ def test_write_then_read_back_random_offsets(tmp_path, depth, flags):
     fd = os.open(path, os.O_RDWR)
     src, dst = mmap.mmap(-1, nblocks * BS), mmap.mmap(-1, nblocks * BS)
     try:
-        with Ring(depth, flags) as ring:
+        with ring_or_skip(depth, flags) as ring:
             assert ring.sq_entries == depth
             order = rnd.sample(range(nblocks), nblocks)  # buffer block i -> file block order[i]
             for i, block in enumerate(order):
@@ -300,9 +313,7 @@ def test_close_cancels_io_still_in_flight():
 
 def test_single_issuer_ring_refuses_other_threads():
     buf = mmap.mmap(-1, BS)
-    with Ring(1) as ring:
-        if not ring.flags & uring.IORING_SETUP_SINGLE_ISSUER:
-            pytest.skip("kernel without IORING_SETUP_SINGLE_ISSUER (before 6.1)")
+    with ring_or_skip(1, DEFER) as ring:
         ring.prep("read", 1_000_000, buffer_address(buf), 1, 0, 0)
         caught = []
 
@@ -320,12 +331,12 @@ def test_single_issuer_ring_refuses_other_threads():
     buf.close()
 
 
-def test_flags_zero_ring_works_from_any_thread(tmp_path):
+def test_default_ring_works_from_any_thread(tmp_path):
     path = tmp_path / "f"
     path.write_bytes(b"hello")
     fd = os.open(path, os.O_RDONLY)
     buf = mmap.mmap(-1, BS)
-    with Ring(1, flags=0) as ring:
+    with Ring(1) as ring:
         assert ring.flags == 0
         ring.prep("read", fd, buffer_address(buf), 5, 0, 1)
         thread = threading.Thread(target=ring.submit_and_wait, args=(1,))

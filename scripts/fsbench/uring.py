@@ -35,7 +35,7 @@ import os
 import struct
 import sys
 
-__all__ = ["DEFAULT_SETUP_FLAGS", "IO_URING_DISABLED_PATH", "Ring", "buffer_address", "check", "why_unavailable"]
+__all__ = ["IO_URING_DISABLED_PATH", "Ring", "buffer_address", "check", "why_unavailable"]
 
 # Syscall numbers: io_uring came after the syscall-table unification, so 425/426 hold on every
 # architecture that uses the generic table (x86-64, arm64, riscv, ...); alpha and mips number differently.
@@ -46,13 +46,12 @@ IO_URING_DISABLED_PATH = "/proc/sys/kernel/io_uring_disabled"
 
 IORING_OFF_SQ_RING = 0
 IORING_OFF_SQES = 0x10000000
+# Optional Ring(flags=...): fio asks for SINGLE_ISSUER | DEFER_TASKRUN (6.1+; completions are then posted
+# by the submitting task while it waits instead of interrupting it). Measured here they made no difference
+# beyond noise, and they bind the Ring to its creating thread (others get EEXIST), so the default is 0.
 IORING_SETUP_COOP_TASKRUN = 1 << 8
 IORING_SETUP_SINGLE_ISSUER = 1 << 12
 IORING_SETUP_DEFER_TASKRUN = 1 << 13
-# What Ring() asks for by default, as fio does: completions are posted by the submitting task when it waits
-# instead of interrupting it (fewer wake-ups and IPIs). Kernels before 6.1 refuse them (EINVAL); Ring then
-# falls back to 0. The price: only the thread that created the Ring may submit (else EEXIST).
-DEFAULT_SETUP_FLAGS = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN
 IORING_FEAT_SINGLE_MMAP = 1 << 0
 IORING_ENTER_GETEVENTS = 1 << 0
 IORING_OP_ASYNC_CANCEL = 14
@@ -220,11 +219,10 @@ class Ring:
     """One io_uring instance: queue reads/writes with prep(), then submit_and_wait(), then completions().
 
     `entries` is the SQ size (rounded up to a power of two by the kernel); the CQ gets twice that, so
-    keeping at most `entries` I/Os in flight can never overflow it. `flags` are IORING_SETUP_* bits; the
-    default (None) is DEFAULT_SETUP_FLAGS where the kernel has them, else 0; `self.flags` says which took.
-    With IORING_SETUP_DEFER_TASKRUN, new completions become visible only inside submit_and_wait() (call
-    submit_and_wait(0) to poll), and with IORING_SETUP_SINGLE_ISSUER only the creating thread may submit.
-    Use it as a context manager or call close().
+    keeping at most `entries` I/Os in flight can never overflow it. `flags` are IORING_SETUP_* bits (0: a
+    plain interrupt-driven ring). With IORING_SETUP_DEFER_TASKRUN new completions become visible only
+    inside submit_and_wait() (call submit_and_wait(0) to poll); with IORING_SETUP_SINGLE_ISSUER only the
+    creating thread may submit. Use it as a context manager or call close().
     """
 
     __slots__ = (
@@ -246,21 +244,12 @@ class Ring:
         "_cq_head",
     )
 
-    def __init__(self, entries: int, flags: int | None = None):
+    def __init__(self, entries: int, flags: int = 0):
         self.fd = -1
         self._ring = self._sqes = self._u32 = self._cqes = None
-        if flags is None:
-            try:
-                params = _Params(flags=DEFAULT_SETUP_FLAGS)
-                self.fd = _setup(entries, params)
-            except OSError as e:
-                if e.errno != errno.EINVAL:
-                    raise
-                flags = 0
-        if self.fd < 0:
-            params = _Params(flags=flags)
-            self.fd = _setup(entries, params)
-        self.flags = params.flags
+        params = _Params(flags=flags)
+        self.fd = _setup(entries, params)
+        self.flags = flags
         try:
             if not params.features & IORING_FEAT_SINGLE_MMAP:
                 raise OSError(errno.ENOTSUP, "io_uring without IORING_FEAT_SINGLE_MMAP (kernel < 5.4)")
@@ -306,31 +295,40 @@ class Ring:
 
         Returns how many SQEs were submitted. Retries on EINTR (also when the kernel submitted but its
         wait was interrupted); other failures of io_uring_enter raise OSError. Per-I/O errors are not
-        raised here: they come back as negative results from completions().
+        raised here: they come back as negative results from completions(). Waiting for more than are
+        in flight or unread waits forever.
         """
         tail = self._sq_tail
         to_submit = tail - self._sq_head
-        u32 = self._u32
         if to_submit:
-            u32[self._i_sq_tail] = tail & _U32  # publish after the SQEs were written
+            self._u32[self._i_sq_tail] = tail & _U32  # publish after the SQEs were written
+        ret = _syscall(SYS_IO_URING_ENTER, self.fd, to_submit, wait_nr, IORING_ENTER_GETEVENTS, None, 0)
+        # Fast path: all submitted and enough completions there (a call that submitted returns the count
+        # even when a signal cut its wait short, hence the look at the CQ).
+        if ret == to_submit and (not wait_nr or ((self._u32[self._i_cq_tail] - self._cq_head) & _U32) >= wait_nr):
+            self._sq_head = tail
+            return ret
+        return self._submit_rest(ret, to_submit, wait_nr)
+
+    def _submit_rest(self, ret: int, to_submit: int, wait_nr: int) -> int:
+        """submit_and_wait() after an error, a partial submission or an interrupted wait."""
         submitted = 0
         while True:
-            ret = _syscall(SYS_IO_URING_ENTER, self.fd, to_submit, wait_nr, IORING_ENTER_GETEVENTS, None, 0)
             if ret < 0:
                 err = _get_errno()
-                if err == errno.EINTR:
-                    continue
-                if err == errno.EEXIST and self.flags & IORING_SETUP_SINGLE_ISSUER:
-                    raise OSError(err, "io_uring_enter: this Ring belongs to the thread that created it")
-                raise OSError(err, f"io_uring_enter: {os.strerror(err)}")
-            if ret:
+                if err != errno.EINTR:
+                    if err == errno.EEXIST and self.flags & IORING_SETUP_SINGLE_ISSUER:
+                        raise OSError(err, "io_uring_enter: this Ring belongs to the thread that created it")
+                    raise OSError(err, f"io_uring_enter: {os.strerror(err)}")
+            elif ret:
                 submitted += ret
                 to_submit -= ret
                 self._sq_head += ret
             elif to_submit:
                 raise RuntimeError(f"io_uring_enter consumed none of {to_submit} queued SQEs")
-            if not to_submit and ((u32[self._i_cq_tail] - self._cq_head) & _U32) >= wait_nr:
+            if not to_submit and ((self._u32[self._i_cq_tail] - self._cq_head) & _U32) >= wait_nr:
                 return submitted
+            ret = _syscall(SYS_IO_URING_ENTER, self.fd, to_submit, wait_nr, IORING_ENTER_GETEVENTS, None, 0)
 
     def completions(self) -> list[tuple[int, int]]:
         """(user_data, res) of every available CQE, oldest first; frees their CQ slots.
