@@ -200,3 +200,15 @@ def frozen_holding(argv: list[str], cwd: Path, log: Path, lock: Path, holder: st
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
             raise
+
+
+def small_campaign(scratch, name, **io) -> dict:
+    """One ext4 on a 192 MiB loop image, 16 MiB in 1 MiB blocks, once: the smallest campaign with every step."""
+    return {
+        "campaign": name,
+        "scratch": str(scratch),
+        "arrays": {"demo": {"kind": "loop", "size": "192MiB"}},
+        "raw": False,
+        "filesystems": {"ext4": {"type": "ext4"}},
+        "io": {"size": "16MiB", "block_sizes": ["1MiB"], "repeats": 1} | io,
+    }

@@ -12,19 +12,9 @@ import pytest
 import yaml
 
 from conftest import REPO, SNAKEMAKE, frozen_holding, held, needs_root, run_campaign
+from conftest import small_campaign as small
 
 pytestmark = [needs_root, pytest.mark.e2e]
-
-
-def small(scratch, name, **io):
-    return {
-        "campaign": name,
-        "scratch": str(scratch),
-        "arrays": {"demo": {"kind": "loop", "size": "192MiB"}},
-        "raw": False,
-        "filesystems": {"ext4": {"type": "ext4"}},
-        "io": {"size": "16MiB", "block_sizes": ["1MiB"], "repeats": 1} | io,
-    }
 
 
 def records(work, name):

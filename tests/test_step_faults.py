@@ -30,6 +30,7 @@ from conftest import (
     needs_root,
     needs_throttle,
     run_campaign,
+    small_campaign,
     throttle,
 )
 
@@ -37,17 +38,6 @@ pytestmark = [needs_root, pytest.mark.e2e]
 
 MiB = 2**20
 CELL = "demo/ext4/seq-1MiB-buffered-1s rep 1"
-
-
-def campaign(scratch, name, **io) -> dict:
-    return {
-        "campaign": name,
-        "scratch": str(scratch),
-        "arrays": {"demo": {"kind": "loop", "size": "192MiB"}},
-        "raw": False,
-        "filesystems": {"ext4": {"type": "ext4"}},
-        "io": {"size": "16MiB", "block_sizes": ["1MiB"], "repeats": 1} | io,
-    }
 
 
 def shim(bindir: Path, tool: str, marker: Path, fault: str) -> None:
@@ -82,7 +72,7 @@ def test_mkfs_fails(scratch, tmp_path):
     marker, bindir = tmp_path / "fail-mkfs", tmp_path / "bin"
     shim(bindir, "mkfs.ext4", marker, 'echo "mkfs.ext4: injected fault" >&2; exit 1')
     marker.touch()
-    config = campaign(scratch, "mkfs-fault")
+    config = small_campaign(scratch, "mkfs-fault")
     proc = run_campaign(tmp_path, config, check=False, env=path_env(bindir))
     assert_clean_failure(proc, scratch, tmp_path, "mkfs-fault", f"mkfs of {CELL}: ")
     assert "mkfs.ext4: injected fault" in proc.stderr
@@ -97,7 +87,7 @@ def test_mount_fails(scratch, tmp_path):
     marker, bindir = tmp_path / "fail-mount", tmp_path / "bin"
     shim(bindir, "mount", marker, 'echo "mount: injected fault" >&2; exit 32')
     marker.touch()
-    config = campaign(scratch, "mount-fault")
+    config = small_campaign(scratch, "mount-fault")
     proc = run_campaign(tmp_path, config, check=False, env=path_env(bindir))
     assert_clean_failure(proc, scratch, tmp_path, "mount-fault", f"mount of {CELL}: ")
     assert "mount: injected fault" in proc.stderr
@@ -123,7 +113,7 @@ done
 exit 0"""
     shim(bindir, "mount", marker, corrupt)
     marker.touch()
-    config = campaign(scratch, "read-fault", cache="remount")
+    config = small_campaign(scratch, "read-fault", cache="remount")
     proc = run_campaign(tmp_path, config, check=False, env=path_env(bindir))
     assert_clean_failure(proc, scratch, tmp_path, "read-fault", f"read of {CELL}: refusing to read ")
     assert "its first bytes are not the ones written" in proc.stderr
@@ -171,7 +161,7 @@ def test_the_device_vanishes_mid_write(scratch, tmp_path):
     """Once the data file exists, the image under the loop device is truncated and the device resized to
     nothing: the write fails with the kernel's error, named by step and cell."""
     name = "vanish"
-    config = campaign(scratch, name, size="64MiB", direct=[True])
+    config = small_campaign(scratch, name, size="64MiB", direct=[True])
     with write_under_way(tmp_path, scratch, config) as (run, argv):
         image = scratch / name / "demo" / "images" / "member0.img"
         device = next(d for d, b in devices.loop_backing().items() if b == str(image))
@@ -191,7 +181,7 @@ def test_ctrl_c_mid_write_then_the_same_command_finishes(scratch, tmp_path):
     """Ctrl-C in the terminal (SIGINT to the whole foreground process group) while a write is under way: the
     run stops, leaves no measurement of the interrupted cell, and the same command then completes it."""
     name = "interrupted"
-    config = campaign(scratch, name, size="64MiB", direct=[True])
+    config = small_campaign(scratch, name, size="64MiB", direct=[True])
     with write_under_way(tmp_path, scratch, config) as (run, _):
         os.killpg(run.pid, signal.SIGINT)
         run.communicate(timeout=600)

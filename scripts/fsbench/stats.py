@@ -105,17 +105,24 @@ def varying(frame: pd.DataFrame) -> list[str]:
 
 
 def test_label(row, vary=()) -> str:
-    """'1MiB', plus pattern/direct/streams where they vary: '4MiB rand direct 8 streams'."""
-    parts = [format_size(int(row["block_size"])) if pd.notna(row["block_size"]) else "?"]
+    """'1MiB', plus pattern/direct/streams/depth where they vary: '4MiB rand direct 8 streams qd32'."""
+    size = format_size(int(row["block_size"])) if pd.notna(row.get("block_size")) else "?"
+    return " ".join([size, *_varying_words(row, vary)])
+
+
+def _varying_words(row, vary) -> list[str]:
+    words = []
     if "pattern" in vary:
-        parts.append(str(row["pattern"]))
+        words.append(str(row["pattern"]))
     if "direct" in vary:
-        parts.append("direct" if _truthy(row["direct"]) else "buffered")
+        words.append("direct" if _truthy(row["direct"]) else "buffered")
     if "streams" in vary:
-        parts.append(f"{row['streams']} stream" + ("" if str(row["streams"]) == "1" else "s"))
+        words.append(f"{row['streams']} stream" + ("" if str(row["streams"]) == "1" else "s"))
     if "iodepth" in vary:
-        parts.append(f"qd{int(float(row['iodepth']))}" if pd.notna(row["iodepth"]) else "qd?")
-    return " ".join(parts)
+        words.append(f"qd{int(float(row['iodepth']))}" if pd.notna(row["iodepth"]) else "qd?")
+    if "shared_file" in vary:
+        words.append("shared file" if _truthy(row["shared_file"]) else "file per stream")
+    return words
 
 
 def split_flags(flags) -> list[str]:
@@ -335,18 +342,8 @@ def _where(row, vary, named: list[str]) -> str:
     place = " / ".join(str(row[c]) for c in named if pd.notna(row.get(c)))
     if row.get("vs") != "target" and pd.notna(row.get("target")):
         place = f"{place} {row['target']}".strip()
-    test = [format_size(int(row["block_size"]))] if pd.notna(row.get("block_size")) else []
-    if "pattern" in vary:
-        test.append(str(row["pattern"]))
-    if "direct" in vary:
-        test.append("direct" if _truthy(row["direct"]) else "buffered")
-    if "streams" in vary:
-        test.append(f"{row['streams']} stream" + ("" if str(row["streams"]) == "1" else "s"))
-    if "iodepth" in vary:
-        test.append(f"qd{int(float(row['iodepth']))}" if pd.notna(row["iodepth"]) else "qd?")
-    if "shared_file" in vary:
-        test.append("shared file" if _truthy(row["shared_file"]) else "file per stream")
-    what = " ".join([metric_name(row["op"], row["metric"]), *test])
+    size = [format_size(int(row["block_size"]))] if pd.notna(row.get("block_size")) else []
+    what = " ".join([metric_name(row["op"], row["metric"]), *size, *_varying_words(row, vary)])
     return f"{place}: {what}" if place else what
 
 
