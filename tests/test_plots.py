@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+from fsbench import plots
 from fsbench.plots import _beside_baselines, _efficiency, _throughput, plot_campaign
 from fsbench.records import COLUMNS
 from fsbench.stats import summarize, summarize_baselines
@@ -256,3 +257,21 @@ def test_several_hosts_get_their_own_panels_and_dots():
     fig = _beside_baselines(s, summarize_baselines(seed_baseline()))
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "c / node1 / demo, bs 1MiB" not in legend and "c / node2 / demo (this campaign), bs 4MiB" in legend
+
+
+def test_iops_and_latency_plots_tell_hosts_and_arrays_apart(tmp_path):
+    """An all-hosts campaign has the same target on several hosts: each gets its own bar and percentile line."""
+    rows = []
+    for host in ("n1", "n2", "all", "n1@all"):
+        for op in ("write", "read"):
+            rows.append({"host": host, "array": "p", "target": "path", "op": op, "pattern": "rand",
+                         "block_size": 4096, "direct": True, "streams": 1, "iodepth": 32, "iops": 1000.0 + len(host),
+                         "lat_p50_us": 10.0, "lat_p99_us": 20.0, "lat_p999_us": 30.0})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    with plots._style():
+        for make in (plots._iops, plots._latency):
+            fig = make(frame)
+            labels = {t.get_text() for ax in fig.axes for t in ax.get_xticklabels()}
+            if make is plots._latency:
+                assert labels == {"n1 path", "n2 path", "all path", "n1@all path"}
+            fig.savefig(tmp_path / "x.png")

@@ -428,6 +428,9 @@ def _medians(measurements: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
         return df
     out = df.groupby(keys, sort=False, dropna=False)[columns].median().reset_index()
     out["test"] = out.apply(_io_test, axis=1)
+    # What is drawn side by side: the target, with its host and array where there are several of them.
+    several = [c for c in ("host", "array") if out[c].nunique(dropna=False) > 1]
+    out["target"] = out.apply(lambda r: " ".join([*(str(r[c]) for c in several), str(r["target"])]), axis=1)
     return out
 
 
