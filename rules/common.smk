@@ -158,6 +158,18 @@ def plot_files(as_report_items=False):
     return files
 
 
+def earlier_files():
+    """compare_to's measurements.csv, and its provenance.json where there is one: a change to either reruns compare."""
+    earlier = CAMPAIGN["compare_to"]
+    if earlier is None:
+        return []
+    csv = (
+        Path(earlier) / "measurements.csv" if Path(earlier).is_dir() else Path(earlier)
+    )
+    prov = csv.parent / "provenance.json"
+    return [str(csv)] + ([str(prov)] if prov.exists() else [])
+
+
 def final_outputs():
     return [
         f"{RESULTS}/measurements.csv",
@@ -166,6 +178,7 @@ def final_outputs():
         f"{RESULTS}/provenance.json",
         *plot_files(),
         *([f"{RESULTS}/baselines.csv"] if CAMPAIGN["baselines"] else []),
+        *([f"{RESULTS}/compare.md"] if CAMPAIGN["compare_to"] else []),
     ]
 
 

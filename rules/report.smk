@@ -7,6 +7,7 @@ localrules:
     plots,
     provenance,
     baselines,
+    compare,
 
 
 # baselines.csv as an extra input where the config has baselines; an empty list (never a missing name)
@@ -104,3 +105,24 @@ rule baselines:
         baselines=CAMPAIGN["baselines"],
     script:
         "../scripts/baselines.py"
+
+
+# compare_to: this campaign against an earlier one, cell by cell, and what differs in their provenance.
+rule compare:
+    input:
+        measurements=f"{RESULTS}/measurements.csv",
+        provenance=f"{RESULTS}/provenance.json",
+        earlier=earlier_files(),
+    output:
+        markdown=report(
+            f"{RESULTS}/compare.md", caption="../report/compare.rst", category="Tables"
+        ),
+        table=f"{RESULTS}/compare.csv",
+    log:
+        f"{RESULTS}/logs/compare.log",
+    conda:
+        "../envs/fsbench.yaml"
+    params:
+        earlier=CAMPAIGN["compare_to"],
+    script:
+        "../scripts/compare.py"

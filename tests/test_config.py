@@ -258,3 +258,11 @@ def test_release_looks_only_at_this_hosts_folders(tmp_path):
     assert [d.name for d in workdirs_here(c)] == [f"p.{here}", f"p.all-{here}"]
     assert {d.parent for d in workdirs_here(c)} == {Path(c["scratch"]) / c["campaign"]}
     assert [d.name for d in workdirs_here(validate(GOOD))] == ["demo", f"demo.all-{here}"]
+
+
+def test_compare_to_must_name_an_earlier_campaign(tmp_path):
+    with pytest.raises(ConfigError, match=r"'compare_to': value '.*nowhere' is not allowed; allowed: an earlier"):
+        validate(GOOD | {"compare_to": str(tmp_path / "nowhere")})
+    (tmp_path / "measurements.csv").write_text("campaign,op\n")
+    assert validate(GOOD | {"compare_to": str(tmp_path)})["compare_to"] == str(tmp_path)
+    assert validate(GOOD)["compare_to"] is None

@@ -165,6 +165,10 @@ def _check_semantics(config: dict) -> None:
         raise _fail("filesystems.raw", "raw", "any filesystem name but 'raw', which names the bare array")
     for fs in config["filesystems"].values():
         fs["mkfs"] = [str(a) for a in fs["mkfs"]]
+    earlier = config["compare_to"]
+    found = earlier is not None and any(os.path.isfile(p) for p in (earlier, os.path.join(earlier, "measurements.csv")))
+    if earlier is not None and not found:
+        raise _fail("compare_to", earlier, "an earlier campaign's result folder, or its measurements.csv")
     for name, path in config["baselines"].items():
         if not os.path.isfile(path):
             raise _fail(f"baselines.{name}", path, "an existing file: a dd log or a measurements.csv")

@@ -1,0 +1,10 @@
+"""compare.md and compare.csv: this campaign against the one named by compare_to (fsbench.compare)."""
+
+from pathlib import Path
+
+from fsbench.compare import run
+from fsbench.steplog import run_step
+
+here = Path(snakemake.input.measurements).parent
+base = Path(snakemake.output.table).with_suffix("")
+run_step(snakemake.log[0], run, snakemake.params.earlier, here, base, what="compare")
