@@ -110,8 +110,9 @@ def agreement(figures) -> str:
         rate = {e: statistics.median(r for r, _ in figures[(bs, op, e)]) for e in ENGINES}
         mean = statistics.mean(rate.values())
         worst = max(abs(r - mean) / mean for r in rate.values())
-        lines.append(f"| {format_size(bs)} | {op} | {rate['python']:.0f} | {rate['dd']:.0f} | {rate['fio']:.0f} | "
-                     f"{worst:.1%} |")  # fmt: skip
+        lines.append(
+            f"| {format_size(bs)} | {op} | {rate['python']:.0f} | {rate['dd']:.0f} | {rate['fio']:.0f} | {worst:.1%} |"
+        )
     return "\n".join(lines) + "\n"
 
 

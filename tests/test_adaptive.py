@@ -56,9 +56,14 @@ def test_a_noisy_cell_gets_more_repeats_than_a_quiet_one(ram_scratch, tmp_path):
         "scratch": str(scratch),
         "arrays": {"quiet": {"kind": "loop", "size": "256MiB"}, "noisy": {"kind": "loop", "size": "256MiB"}},
         "raw": True,
-        "io": {"size": "256MiB", "block_sizes": ["1MiB"], "direct": [True], "cache": "direct",
-               "repeats": {"min": 3, "max": 6, "target_ci": 0.25}},
-    }  # fmt: skip
+        "io": {
+            "size": "256MiB",
+            "block_sizes": ["1MiB"],
+            "direct": [True],
+            "cache": "direct",
+            "repeats": {"min": 3, "max": 6, "target_ci": 0.25},
+        },
+    }
     # Every loop device the campaign may take is held at the quiet rate before it starts: a device found
     # only once its first write has begun would give the quiet cell an unthrottled first repeat.
     spare = all_loop_devices()

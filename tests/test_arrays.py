@@ -31,9 +31,13 @@ def checksum(dev: str) -> str:
 
 
 def campaign(scratch, name, arrays, **extra):
-    return {"campaign": name, "scratch": str(scratch / "c"), "arrays": arrays,
-            "filesystems": {"ext4": {"type": "ext4"}},
-            "io": {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": 1}} | extra  # fmt: skip
+    return {
+        "campaign": name,
+        "scratch": str(scratch / "c"),
+        "arrays": arrays,
+        "filesystems": {"ext4": {"type": "ext4"}},
+        "io": {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": 1},
+    } | extra
 
 
 def records(work: Path, name: str, target: str) -> list[Path]:
@@ -63,8 +67,7 @@ def test_device_array_runs_end_to_end_and_stays_attached(scratch, disk, tmp_path
 
 def test_unlisted_device_is_refused_before_anything(scratch, disk, tmp_path):
     before = checksum(disk)
-    proc = run_campaign(tmp_path, campaign(scratch, "unlisted", {"d": {"kind": "device", "device": disk}}),
-                        check=False)  # fmt: skip
+    proc = run_campaign(tmp_path, campaign(scratch, "unlisted", {"d": {"kind": "device", "device": disk}}), check=False)
     assert proc.returncode != 0 and f"'arrays.d.device': value '{disk}'" in proc.stdout + proc.stderr
     assert "allow_destroy" in proc.stdout + proc.stderr
     assert checksum(disk) == before
@@ -123,8 +126,9 @@ def test_path_array_runs_without_mkfs_or_mount(scratch, tmp_path):
         proc = run_campaign(tmp_path, config)
         df = pd.read_csv(tmp_path / "results/path/measurements.csv")
         assert list(df.target) == ["path", "path"] and set(df.op) == {"write", "read"}
-        fs_type = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "-T", str(data)], capture_output=True,
-                                 text=True).stdout.strip()  # fmt: skip
+        fs_type = subprocess.run(
+            ["findmnt", "-n", "-o", "FSTYPE", "-T", str(data)], capture_output=True, text=True
+        ).stdout.strip()
         assert (df.fs_type == fs_type).all() and (df.bytes == 32 * MiB).all()
         log = proc.stdout + proc.stderr
         assert "target=path" in log and "target=raw" not in log
@@ -143,8 +147,9 @@ def test_path_array_runs_without_mkfs_or_mount(scratch, tmp_path):
 
 def test_btrfs_raid0_over_four_loop_members(scratch, tmp_path):
     btrfs = {"type": "btrfs", "mkfs": ["-d", "raid0", "-m", "raid1"]}
-    config = campaign(scratch, "raid", {"r": {"kind": "loop", "members": 4, "size": "160MiB"}},
-                      filesystems={"b": btrfs})  # fmt: skip
+    config = campaign(
+        scratch, "raid", {"r": {"kind": "loop", "members": 4, "size": "160MiB"}}, filesystems={"b": btrfs}
+    )
     run_campaign(tmp_path, config)
     df = pd.read_csv(tmp_path / "results/raid/measurements.csv")
     assert list(df.target) == ["b", "b"] and (df.fs_type == "btrfs").all()
@@ -178,7 +183,19 @@ def test_md_stops_here_with_a_clear_message(scratch, tmp_path, kind):
 
 def test_mdadm_commands():
     argv = guards.mdadm_create_argv("/dev/md/x", 5, 512 * 1024, ["/dev/sdb", "/dev/sdc", "/dev/sdd"])
-    assert argv == ["mdadm", "--create", "/dev/md/x", "--run", "--metadata=1.2", "--level=5", "--raid-devices=3",
-                    "--chunk=512K", "--assume-clean", "/dev/sdb", "/dev/sdc", "/dev/sdd"]  # fmt: skip
+    assert argv == [
+        "mdadm",
+        "--create",
+        "/dev/md/x",
+        "--run",
+        "--metadata=1.2",
+        "--level=5",
+        "--raid-devices=3",
+        "--chunk=512K",
+        "--assume-clean",
+        "/dev/sdb",
+        "/dev/sdc",
+        "/dev/sdd",
+    ]
     assert "--chunk=512K" not in guards.mdadm_create_argv("/dev/md/x", 1, 512 * 1024, ["/dev/a", "/dev/b"])
     assert guards.mdadm_stop_argv("/dev/md/x") == ["mdadm", "--stop", "/dev/md/x"]

@@ -49,8 +49,14 @@ def test_seed_gives_its_seven_runs_exactly():
 def test_seed_runs_keep_what_dd_printed():
     runs = parse_dd_log((DATA / "seed_3ware_2012.txt").read_text())
     assert [r["heading"] for r in runs] == [
-        "Raw write", "Raw read", "EXT3 write", "EXT3 read", "Different block size:", "XFS write", "XFS read",
-    ]  # fmt: skip
+        "Raw write",
+        "Raw read",
+        "EXT3 write",
+        "EXT3 read",
+        "Different block size:",
+        "XFS write",
+        "XFS read",
+    ]
     assert runs[0]["command"] == "# sync; time `dd if=/dev/zero of=/dev/sda1 bs=1M count=20480 && sync`"
     assert runs[0]["rate"] == "312 MB/s" and runs[0]["records_out"] == (20480, 0)
     short = runs[4]  # bs=4M count=20480 would be 80 GiB; dd stopped at the end of the 20 GiB file
@@ -163,9 +169,23 @@ def test_closing_lines_without_records_or_command():
 
 @pytest.mark.parametrize(
     "value, nbytes",
-    [("1M", 1 << 20), ("4M", 4 << 20), ("1MB", 10**6), ("1kB", 1000), ("64k", 65536), ("1K", 1024), ("2G", 2 << 30),
-     ("1GB", 10**9), ("1MiB", 1 << 20), ("512", 512), ("1b", 512), ("8c", 8), ("1w", 2), ("nonsense", None)],
-)  # fmt: skip
+    [
+        ("1M", 1 << 20),
+        ("4M", 4 << 20),
+        ("1MB", 10**6),
+        ("1kB", 1000),
+        ("64k", 65536),
+        ("1K", 1024),
+        ("2G", 2 << 30),
+        ("1GB", 10**9),
+        ("1MiB", 1 << 20),
+        ("512", 512),
+        ("1b", 512),
+        ("8c", 8),
+        ("1w", 2),
+        ("nonsense", None),
+    ],
+)
 def test_dd_sizes(value, nbytes):
     assert dd_size(value) == nbytes
 

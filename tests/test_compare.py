@@ -24,13 +24,30 @@ MiB = 2**20
 def row(target="raw", op="write", mb_s=100.0, rep=1, block_size=MiB, durable=None, array="demo", **over):
     durable = durable or mb_s
     r = {
-        "campaign": "c", "host": "h", "array": array, "target": target,
-        "fs_type": "raw" if target == "raw" else over.pop("fs_type", target), "op": op, "pattern": "seq",
-        "block_size": block_size, "direct": False, "streams": 1, "rep": rep, "bytes": 10**9,
-        "seconds": 1e3 / mb_s, "mb_s": mb_s, "seconds_durable": 1e3 / durable, "mb_s_durable": durable,
-        "engine": "python", "cache": "drop", "cached_before": 0.0, "started_at": "2024-01-01T00:00:00Z",
-        "ops": 10**9 // block_size, "iops": mb_s * 1e6 / block_size, "flags": "",
-    }  # fmt: skip
+        "campaign": "c",
+        "host": "h",
+        "array": array,
+        "target": target,
+        "fs_type": "raw" if target == "raw" else over.pop("fs_type", target),
+        "op": op,
+        "pattern": "seq",
+        "block_size": block_size,
+        "direct": False,
+        "streams": 1,
+        "rep": rep,
+        "bytes": 10**9,
+        "seconds": 1e3 / mb_s,
+        "mb_s": mb_s,
+        "seconds_durable": 1e3 / durable,
+        "mb_s_durable": durable,
+        "engine": "python",
+        "cache": "drop",
+        "cached_before": 0.0,
+        "started_at": "2024-01-01T00:00:00Z",
+        "ops": 10**9 // block_size,
+        "iops": mb_s * 1e6 / block_size,
+        "flags": "",
+    }
     r.update(over)
     return r
 
@@ -87,8 +104,10 @@ def test_a_clear_tenfold_difference_is_slower_and_faster_with_the_interval_exclu
     assert 0 < slow["ci_low"] <= 0.1 <= slow["ci_high"] < 1 and slow["p_value"] < 1e-4
     assert (slow["n_a"], slow["n_b"], slow["median_a"], slow["median_b"]) == (3, 3, 100.0, 1000.0)
     # The other way round: faster, the interval the reciprocal.
-    back = welch_log(m[(m.target == "raw") & (m.op == "write")]["mb_s_durable"],
-                     m[(m.target == "slow") & (m.op == "write")]["mb_s_durable"])  # fmt: skip
+    back = welch_log(
+        m[(m.target == "raw") & (m.op == "write")]["mb_s_durable"],
+        m[(m.target == "slow") & (m.op == "write")]["mb_s_durable"],
+    )
     assert (back["ci_low"], back["ci_high"]) == pytest.approx((1 / slow["ci_high"], 1 / slow["ci_low"]))
     assert back["p_value"] == pytest.approx(slow["p_value"])
 
@@ -164,12 +183,15 @@ def test_summary_opens_with_the_verdicts():
     assert lines[4] == "| a vs b | where | ratio a/b [95% CI] | p | verdict |"
     table = lines[6 : lines.index("", 6)]
     ext4_raw = one(c, a="ext4", b="raw", op="write")
-    assert table[0] == (f"| ext4 vs raw | demo: durable write 1MiB | 0.14 [{ext4_raw['ci_low']:.2f}–"
-                        f"{ext4_raw['ci_high']:.2f}] | <0.001 | slower |")  # fmt: skip
+    assert table[0] == (
+        f"| ext4 vs raw | demo: durable write 1MiB | 0.14 [{ext4_raw['ci_low']:.2f}–"
+        f"{ext4_raw['ci_high']:.2f}] | <0.001 | slower |"
+    )
     assert "| ext4 vs xfs | demo: durable write 1MiB |" in table[1] and len(table) == 2
     undecided = (c["verdict"] == "no clear difference").sum()
-    assert lines[7 + len(table)] == (f"No clear difference: {undecided} of {len(c)} comparisons; "
-                                     "all are in comparisons.csv.")  # fmt: skip
+    assert lines[7 + len(table)] == (
+        f"No clear difference: {undecided} of {len(c)} comparisons; all are in comparisons.csv."
+    )
     assert lines.index("## demo") > 7 + len(table)  # then the tables as before
     page = summary_html(summarize(m), "t", comparisons=c)
     assert page.count('<td class="verdict slower">slower</td>') == 2 and page.index("Verdicts") < page.index("demo")
@@ -187,15 +209,22 @@ def provenance(mount="rw,relatime", uuid="1111"):
     return {
         "campaign": "c",
         "host": {"kernel": "6.1.0", "tools": {"mkfs.ext4": "mke2fs 1.47.0"}},
-        "arrays": {"demo": {
-            "devices": [{"device": "/dev/loop0", "model": "loop", "scheduler": "[none] mq-deadline"}],
-            "targets": {"ext4": {
-                "fs_type": "ext4", "uuid": uuid, "mkfs_argv": ["mkfs.ext4", "-F", "/dev/loop0"],
-                "mkfs_readback": readback.format(u=uuid, d=f"day {uuid}"), "mount_options_asked": [],
-                "mount_options_read_back": mount,
-            }},
-        }},
-    }  # fmt: skip
+        "arrays": {
+            "demo": {
+                "devices": [{"device": "/dev/loop0", "model": "loop", "scheduler": "[none] mq-deadline"}],
+                "targets": {
+                    "ext4": {
+                        "fs_type": "ext4",
+                        "uuid": uuid,
+                        "mkfs_argv": ["mkfs.ext4", "-F", "/dev/loop0"],
+                        "mkfs_readback": readback.format(u=uuid, d=f"day {uuid}"),
+                        "mount_options_asked": [],
+                        "mount_options_read_back": mount,
+                    }
+                },
+            }
+        },
+    }
 
 
 @pytest.fixture
@@ -252,8 +281,13 @@ def test_compare_takes_measurements_files_and_an_output_path(two_runs, tmp_path,
 def test_compare_from_the_command_line(two_runs):
     old, new = two_runs
     env = os.environ | {"PYTHONPATH": str(REPO / "scripts")}
-    done = subprocess.run([sys.executable, "-m", "fsbench", "compare", str(old), str(new)], env=env,
-                          capture_output=True, text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "fsbench", "compare", str(old), str(new)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert "mount_options_read_back | rw,relatime | rw,sync,relatime" in done.stdout
 
 

@@ -253,8 +253,10 @@ def test_examples_are_valid_up_to_devices_this_machine_lacks(example):
 
 def test_release_looks_only_at_this_hosts_folders(tmp_path):
     here = short_hostname()
-    c = validate(GOOD | {"hosts": [here, "elsewhere"], "arrays": {"p": {"kind": "path", "path": str(tmp_path),
-                                                                         "all_hosts": True}}})  # fmt: skip
+    c = validate(
+        GOOD
+        | {"hosts": [here, "elsewhere"], "arrays": {"p": {"kind": "path", "path": str(tmp_path), "all_hosts": True}}}
+    )
     assert [d.name for d in workdirs_here(c)] == [f"p.{here}", f"p.all-{here}"]
     assert {d.parent for d in workdirs_here(c)} == {Path(c["scratch"]) / c["campaign"]}
     assert [d.name for d in workdirs_here(validate(GOOD))] == ["demo", f"demo.all-{here}"]

@@ -43,8 +43,16 @@ def test_device_streams_seek_and_skip_to_their_offsets():
     job = Job(streams=streams, size=size, block_size=bs, direct=True)
     writes = [ddengine.write_argv(job, s) for s in streams]
     reads = [ddengine.read_argv(job, s) for s in streams]
-    assert writes[2] == ["dd", "if=/dev/zero", "of=/dev/loop7", "bs=4194304", "count=16", "seek=32", "oflag=direct",
-                         "conv=notrunc"]  # fmt: skip
+    assert writes[2] == [
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/loop7",
+        "bs=4194304",
+        "count=16",
+        "seek=32",
+        "oflag=direct",
+        "conv=notrunc",
+    ]
     assert [w[5] for w in writes] == ["seek=0", "seek=16", "seek=32"]
     assert [r[5] for r in reads] == ["skip=0", "skip=16", "skip=32"]
     assert "conv=notrunc" not in reads[1] and reads[1][-1] == "iflag=direct"
@@ -52,8 +60,11 @@ def test_device_streams_seek_and_skip_to_their_offsets():
 
 def test_rand_and_bad_sizes_are_refused_before_anything_runs(tmp_path):
     job = file_job([tmp_path / "f"], pattern="rand")
-    for call in (lambda: ddengine.write_argv(job, job.streams[0]), lambda: ddengine.read(job),
-                 lambda: ddengine.write(job)):  # fmt: skip
+    for call in (
+        lambda: ddengine.write_argv(job, job.streams[0]),
+        lambda: ddengine.read(job),
+        lambda: ddengine.write(job),
+    ):
         with pytest.raises(ValueError, match="pattern rand is not possible with dd; use engine python or fio"):
             call()
     assert not (tmp_path / "f").exists()
@@ -136,12 +147,31 @@ def test_progress_is_logged_while_dd_runs_and_the_results_keep_their_shape(scrat
     logged_progress(caplog, "write", n * 8 * MiB, 8 * MiB)
     logged_progress(caplog, "read", n * 8 * MiB, 8 * MiB)
     for result in (w, r):  # dd's closing lines were parsed as before: nothing of the progress got in
-        assert set(result) == {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops",
-                               *LATENCY_COLUMNS}  # fmt: skip
+        assert set(result) == {
+            "bytes",
+            "seconds",
+            "seconds_durable",
+            "started_at",
+            "command",
+            "streams",
+            "ops",
+            *LATENCY_COLUMNS,
+        }
         assert result["bytes"] == n * 8 * MiB and len(result["streams"]) == n
         for s in result["streams"]:
-            assert set(s) == {"path", "offset", "bytes", "start", "end", "end_durable", "dd_seconds", "dd_rate",
-                              "records_out", "ops", "command"}  # fmt: skip
+            assert set(s) == {
+                "path",
+                "offset",
+                "bytes",
+                "start",
+                "end",
+                "end_durable",
+                "dd_seconds",
+                "dd_rate",
+                "records_out",
+                "ops",
+                "command",
+            }
             assert s["records_out"] == (2048, 0) and s["ops"] == 2048 and s["dd_seconds"] > 0
     assert os.path.getsize(scratch / "s0") == 8 * MiB
 

@@ -100,10 +100,25 @@ def btrfs_cell(bs: int, size: int) -> dict:
     array = {"kind": "loop", "members": 1, "size": 1024 * MiB, "level": None, "chunk": 512 * 1024}
     fs = {"type": "btrfs", "mkfs": [], "mount": []}
     fs |= {"name": "btrfs", "fingerprint": fingerprint(fs, array)}
-    return {"campaign": "c", "host": "local", "array": "d", "target": "btrfs", "fs_type": "btrfs",
-            "pattern": "seq", "block_size": bs, "direct": False, "streams": 1, "rep": 1,
-            "test": f"seq-{bs // MiB}MiB-buffered-1s", "size": size, "data": "zero", "engine": "python",
-            "cache": "fadvise", "array_spec": array, "fs": fs}  # fmt: skip
+    return {
+        "campaign": "c",
+        "host": "local",
+        "array": "d",
+        "target": "btrfs",
+        "fs_type": "btrfs",
+        "pattern": "seq",
+        "block_size": bs,
+        "direct": False,
+        "streams": 1,
+        "rep": 1,
+        "test": f"seq-{bs // MiB}MiB-buffered-1s",
+        "size": size,
+        "data": "zero",
+        "engine": "python",
+        "cache": "fadvise",
+        "array_spec": array,
+        "fs": fs,
+    }
 
 
 def test_the_next_cell_finds_the_space_the_last_one_freed_on_btrfs(scratch):

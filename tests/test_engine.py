@@ -209,8 +209,15 @@ CHILD = "import os, sys\nwhile n := sys.stdin.readline():\n    os.write(1, bytes
 
 
 def test_child_bytes_reads_what_children_moved_from_proc():
-    kids = [subprocess.Popen([sys.executable, "-I", "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE) for _ in range(3)]  # fmt: skip
+    kids = [
+        subprocess.Popen(
+            [sys.executable, "-I", "-c", CHILD],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(3)
+    ]
 
     def move(kid, n):
         kid.stdin.write(b"%d\n" % n)

@@ -26,9 +26,17 @@ def test_engine_campaign(engine, scratch, tmp_path):
         "scratch": str(scratch),
         "arrays": {"demo": {"kind": "loop", "size": "256MiB"}},
         "filesystems": {"ext4": {"type": "ext4"}},
-        "io": {"engine": engine, "size": SIZE, "block_sizes": ["1MiB"], "patterns": case["patterns"],
-               "direct": [False, True], "streams": [2], "repeats": 1, "cache": case["cache"]},
-    }  # fmt: skip
+        "io": {
+            "engine": engine,
+            "size": SIZE,
+            "block_sizes": ["1MiB"],
+            "patterns": case["patterns"],
+            "direct": [False, True],
+            "streams": [2],
+            "repeats": 1,
+            "cache": case["cache"],
+        },
+    }
     run_campaign(tmp_path, config)
     df = pd.read_csv(tmp_path / f"results/eng-{engine}/measurements.csv", keep_default_na=False, na_values=[""])
     cells = len(case["patterns"]) * 2  # patterns × direct

@@ -79,8 +79,9 @@ def test_kill_9_mid_write_then_rerun_completes(scratch, tmp_path):
     cfg = tmp_path / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(cfg)]
-    run = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                           start_new_session=True)  # fmt: skip
+    run = subprocess.Popen(
+        argv, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         for _ in range(1200):  # wait until a write is under way: its data file exists on the mount
             if list(scratch.rglob("fsbench-*.dat")):

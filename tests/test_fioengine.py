@@ -29,9 +29,15 @@ def test_write_job_seq_zero_one_stream():
     assert list(s) == ["global", "stream0"]
     g = s["global"]
     assert {k: g[k] for k in ("ioengine", "bs", "size", "direct", "rw", "end_fsync", "zero_buffers", "invalidate")} == {
-        "ioengine": "psync", "bs": "4194304", "size": "67108864", "direct": "0", "rw": "write", "end_fsync": "1",
-        "zero_buffers": "1", "invalidate": "0",
-    }  # fmt: skip
+        "ioengine": "psync",
+        "bs": "4194304",
+        "size": "67108864",
+        "direct": "0",
+        "rw": "write",
+        "end_fsync": "1",
+        "zero_buffers": "1",
+        "invalidate": "0",
+    }
     assert g["randseed"] == "7" and g["norandommap"] == "0" and g["random_generator"] == "tausworthe64"
     assert g["fallocate"] == "none" and "thread" in g and g["group_reporting"] == "0"
     assert "refill_buffers" not in g
@@ -120,13 +126,34 @@ def test_progress_is_logged_while_fio_runs_and_the_results_keep_their_shape(scra
     logged_progress(caplog, "write", n * 8 * MiB, 8 * MiB)  # n = 2: both jobs' threads are counted
     logged_progress(caplog, "read", n * 8 * MiB, 8 * MiB)
     for result in (w, r):  # fio's JSON was read as before: nothing of the progress got in
-        assert set(result) == {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops",
-                               *LATENCY_COLUMNS}  # fmt: skip
+        assert set(result) == {
+            "bytes",
+            "seconds",
+            "seconds_durable",
+            "started_at",
+            "command",
+            "streams",
+            "ops",
+            *LATENCY_COLUMNS,
+        }
         assert result["bytes"] == n * 8 * MiB and len(result["streams"]) == n
         for s in result["streams"]:
-            assert set(s) == {"path", "offset", "bytes", "start", "end", "end_durable", "seconds", "seconds_durable",
-                              "fio_runtime_ms", "fio_lat_ns_mean", "fio_total_ios", "fio_wall_seconds", "ops",
-                              "latency"}  # fmt: skip
+            assert set(s) == {
+                "path",
+                "offset",
+                "bytes",
+                "start",
+                "end",
+                "end_durable",
+                "seconds",
+                "seconds_durable",
+                "fio_runtime_ms",
+                "fio_lat_ns_mean",
+                "fio_total_ios",
+                "fio_wall_seconds",
+                "ops",
+                "latency",
+            }
             assert s["fio_total_ios"] == s["ops"] == s["latency"]["count"] == 2048 and s["seconds"] > 0
         # fio's own latency bins, merged: percentiles in order, the mean fio reported
         assert result["lat_p50_us"] <= result["lat_p99_us"] <= result["lat_p999_us"] <= result["lat_max_us"]

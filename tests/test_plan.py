@@ -17,9 +17,15 @@ def campaign(**extra) -> dict:
         "scratch": "/var/tmp/fsbench-plan-test",
         "arrays": {"a": {"kind": "loop", "size": "1GiB"}, "b": {"kind": "loop", "size": "1GiB"}},
         "filesystems": {"ext4": {"type": "ext4"}, "xfs": {"type": "xfs", "mount": ["noatime"]}},
-        "io": {"size": "64MiB", "block_sizes": ["64KiB", "1MiB"], "patterns": ["seq", "rand"], "direct": [False, True],
-               "streams": [1, 4], "repeats": 3},
-    } | extra  # fmt: skip
+        "io": {
+            "size": "64MiB",
+            "block_sizes": ["64KiB", "1MiB"],
+            "patterns": ["seq", "rand"],
+            "direct": [False, True],
+            "streams": [1, 4],
+            "repeats": 3,
+        },
+    } | extra
     return validate(config)
 
 
@@ -41,18 +47,43 @@ def test_cell_spec_carries_every_setting_of_the_measurement():
     plan = Plan(config)
     spec = plan.cell_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2")
     assert spec | {"array_spec": None, "fs": None} == {
-        "campaign": "p", "host": "local", "array": "a", "target": "xfs", "fs_type": "xfs", "pattern": "rand",
-        "block_size": 64 * 1024, "direct": True, "streams": 4, "iodepth": 1, "rep": 2, "test": "rand-64KiB-direct-4s",
-        "size": 64 * MiB, "data": "random", "engine": "python", "cache": "drop", "array_spec": None, "fs": None,
+        "campaign": "p",
+        "host": "local",
+        "array": "a",
+        "target": "xfs",
+        "fs_type": "xfs",
+        "pattern": "rand",
+        "block_size": 64 * 1024,
+        "direct": True,
+        "streams": 4,
+        "iodepth": 1,
+        "rep": 2,
+        "test": "rand-64KiB-direct-4s",
+        "size": 64 * MiB,
+        "data": "random",
+        "engine": "python",
+        "cache": "drop",
+        "array_spec": None,
+        "fs": None,
         "workdir": "/var/tmp/fsbench-plan-test/p/a",
-    }  # fmt: skip
+    }
     assert spec["array_spec"] == config["arrays"]["a"]
     assert spec["fs"]["mount"] == ["noatime"] and spec["fs"]["name"] == "xfs" and len(spec["fs"]["fingerprint"]) == 16
     assert plan.cell_spec("local", "a", "raw", "seq-1MiB-buffered-1s", "1")["fs"] is None
     # mkfs and mount depend on the filesystem and the cell, not on how the I/O is done
     device = plan.device_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2")
-    assert set(device) == {"campaign", "host", "array", "target", "fs_type", "test", "rep", "array_spec", "fs",
-                           "workdir"}  # fmt: skip
+    assert set(device) == {
+        "campaign",
+        "host",
+        "array",
+        "target",
+        "fs_type",
+        "test",
+        "rep",
+        "array_spec",
+        "fs",
+        "workdir",
+    }
     engine_changed = Plan(campaign(io=config["io"] | {"engine": "fio"}))
     assert engine_changed.device_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2") == device
     assert engine_changed.cell_spec("local", "a", "xfs", "rand-64KiB-direct-4s", "2") != spec
@@ -92,11 +123,15 @@ def test_an_adaptive_campaign_orders_its_extra_repeats_after_the_planned_ones():
 
 
 def test_all_hosts_cells_have_their_own_place_in_the_order(tmp_path):
-    config = validate({
-        "campaign": "p", "scratch": str(tmp_path), "hosts": ["n1", "n2"],
-        "arrays": {"shared": {"kind": "path", "path": str(tmp_path), "all_hosts": True}},
-        "io": {"size": "1MiB", "block_sizes": ["1MiB"], "repeats": 2},
-    })  # fmt: skip
+    config = validate(
+        {
+            "campaign": "p",
+            "scratch": str(tmp_path),
+            "hosts": ["n1", "n2"],
+            "arrays": {"shared": {"kind": "path", "path": str(tmp_path), "all_hosts": True}},
+            "io": {"size": "1MiB", "block_sizes": ["1MiB"], "repeats": 2},
+        }
+    )
     plan = Plan(config)
     found = {(c.host, c.rep): plan.priority(c.host, c.array, c.target, c.test, c.rep) for c in cells(config)}
     assert {h for h, _ in found} == {"n1", "n2", ALL_HOSTS} and len(set(found.values())) == len(found)

@@ -24,13 +24,31 @@ def measurements(arrays=("seed",), targets=SEED, block_sizes=(MiB, 4 * MiB), rep
                     for rep in range(1, reps + 1):
                         mb_s = rate * (1 + rng.normal(0, 0.02))
                         durable = mb_s * (0.85 if op == "write" else 1.0)
-                        rows.append({
-                            "campaign": "c", "host": "h", "array": array, "target": target, "fs_type": target,
-                            "op": op, "pattern": "seq", "block_size": bs, "direct": False, "streams": 1, "rep": rep,
-                            "bytes": 2**30, "seconds": 2**30 / mb_s / 1e6, "mb_s": mb_s,
-                            "seconds_durable": 2**30 / durable / 1e6, "mb_s_durable": durable, "engine": "python",
-                            "cache": "drop", "cached_before": 0.0, "started_at": "2024-01-01T00:00:00Z", "flags": "",
-                        })  # fmt: skip
+                        rows.append(
+                            {
+                                "campaign": "c",
+                                "host": "h",
+                                "array": array,
+                                "target": target,
+                                "fs_type": target,
+                                "op": op,
+                                "pattern": "seq",
+                                "block_size": bs,
+                                "direct": False,
+                                "streams": 1,
+                                "rep": rep,
+                                "bytes": 2**30,
+                                "seconds": 2**30 / mb_s / 1e6,
+                                "mb_s": mb_s,
+                                "seconds_durable": 2**30 / durable / 1e6,
+                                "mb_s_durable": durable,
+                                "engine": "python",
+                                "cache": "drop",
+                                "cached_before": 0.0,
+                                "started_at": "2024-01-01T00:00:00Z",
+                                "flags": "",
+                            }
+                        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -94,13 +112,31 @@ TODAY = {"raw": (1900, 2000), "ext3": (420, 1500), "ext4": (1300, 1800), "xfs": 
 def seed_baseline(name="3ware-2012"):
     rows = []
     for target, op, bs, seconds, real in SEED_RUNS:
-        rows.append({
-            "campaign": name, "host": "", "array": name, "target": target, "fs_type": target, "op": op,
-            "pattern": "seq", "block_size": bs, "direct": False, "streams": 1, "rep": 1, "bytes": 21474836480,
-            "seconds": seconds, "mb_s": 21474836480 / seconds / 1e6, "seconds_durable": real,
-            "mb_s_durable": 21474836480 / real / 1e6, "engine": "dd-log", "cache": "", "cached_before": np.nan,
-            "started_at": "", "flags": "short-transfer" if bs == 4 * MiB else "",
-        })  # fmt: skip
+        rows.append(
+            {
+                "campaign": name,
+                "host": "",
+                "array": name,
+                "target": target,
+                "fs_type": target,
+                "op": op,
+                "pattern": "seq",
+                "block_size": bs,
+                "direct": False,
+                "streams": 1,
+                "rep": 1,
+                "bytes": 21474836480,
+                "seconds": seconds,
+                "mb_s": 21474836480 / seconds / 1e6,
+                "seconds_durable": real,
+                "mb_s_durable": 21474836480 / real / 1e6,
+                "engine": "dd-log",
+                "cache": "",
+                "cached_before": np.nan,
+                "started_at": "",
+                "flags": "short-transfer" if bs == 4 * MiB else "",
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -264,9 +300,23 @@ def test_iops_and_latency_plots_tell_hosts_and_arrays_apart(tmp_path):
     rows = []
     for host in ("n1", "n2", "all", "n1@all"):
         for op in ("write", "read"):
-            rows.append({"host": host, "array": "p", "target": "path", "op": op, "pattern": "rand",
-                         "block_size": 4096, "direct": True, "streams": 1, "iodepth": 32, "iops": 1000.0 + len(host),
-                         "lat_p50_us": 10.0, "lat_p99_us": 20.0, "lat_p999_us": 30.0})  # fmt: skip
+            rows.append(
+                {
+                    "host": host,
+                    "array": "p",
+                    "target": "path",
+                    "op": op,
+                    "pattern": "rand",
+                    "block_size": 4096,
+                    "direct": True,
+                    "streams": 1,
+                    "iodepth": 32,
+                    "iops": 1000.0 + len(host),
+                    "lat_p50_us": 10.0,
+                    "lat_p99_us": 20.0,
+                    "lat_p999_us": 30.0,
+                }
+            )
     frame = pd.DataFrame(rows)
     with plots._style():
         for make in (plots._iops, plots._latency):

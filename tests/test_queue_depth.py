@@ -34,9 +34,17 @@ def test_depths_give_consistent_iops_and_latency(engine, ram_scratch, tmp_path):
         "scratch": str(ram_scratch),
         "arrays": {"ram": {"kind": "loop", "size": "320MiB"}},
         "filesystems": {"xfs": {"type": "xfs"}},
-        "io": {"engine": engine, "size": SIZE, "block_sizes": ["4KiB", "64KiB"], "patterns": ["rand"],
-               "direct": [True], "iodepth": [1, 32], "repeats": 1, "cache": "direct"},
-    }  # fmt: skip
+        "io": {
+            "engine": engine,
+            "size": SIZE,
+            "block_sizes": ["4KiB", "64KiB"],
+            "patterns": ["rand"],
+            "direct": [True],
+            "iodepth": [1, 32],
+            "repeats": 1,
+            "cache": "direct",
+        },
+    }
     run_campaign(tmp_path, config)
     out = tmp_path / f"results/qd-{engine}"
     df = pd.read_csv(out / "measurements.csv")

@@ -42,8 +42,9 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
     config["io"]["block_sizes"] = ["1MiB", "4MiB"]
     run_campaign(tmp_path, config)
     now = started(tmp_path)
-    assert changed(first, now) == {f"demo/{t}/seq-4MiB-buffered-1s/rep1/{op}.json" for t in ("raw", "ext4", "xfs")
-                                   for op in ("write", "read")}  # fmt: skip
+    assert changed(first, now) == {
+        f"demo/{t}/seq-4MiB-buffered-1s/rep1/{op}.json" for t in ("raw", "ext4", "xfs") for op in ("write", "read")
+    }
 
     config["filesystems"]["xfs"]["mount"] = ["noatime"]
     run_campaign(tmp_path, config)
@@ -58,8 +59,18 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
     config["io"]["repeats"] = 2
     dry = run_campaign(tmp_path, config, "--dry-run")
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))  # Snakemake's job stats table
-    assert jobs == {"mkfs": "6", "mount": "6", "write": "8", "read": "8", "release": "1", "aggregate": "1",
-                    "plots": "1", "provenance": "1", "all": "1", "total": "33"}  # fmt: skip
+    assert jobs == {
+        "mkfs": "6",
+        "mount": "6",
+        "write": "8",
+        "read": "8",
+        "release": "1",
+        "aggregate": "1",
+        "plots": "1",
+        "provenance": "1",
+        "all": "1",
+        "total": "33",
+    }
     run_campaign(tmp_path, config)
     last = started(tmp_path)
     assert {k.split("/")[3] for k in changed(more, last)} == {"rep2"} and len(changed(more, last)) == 4 * 2 * 2
@@ -71,6 +82,15 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
     forced = run_campaign(tmp_path, config, "--dry-run", "--forcerun", "mkfs")
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", forced.stdout, re.M))
     fs_cells = 3 * 2 * 2  # ext4, xfs, btrfs; two block sizes; two repeats
-    assert jobs == {"mkfs": str(fs_cells), "mount": str(fs_cells), "write": str(fs_cells), "read": str(fs_cells),
-                    "release": "1", "aggregate": "1", "plots": "1", "provenance": "1", "all": "1",
-                    "total": str(4 * fs_cells + 5)}  # fmt: skip
+    assert jobs == {
+        "mkfs": str(fs_cells),
+        "mount": str(fs_cells),
+        "write": str(fs_cells),
+        "read": str(fs_cells),
+        "release": "1",
+        "aggregate": "1",
+        "plots": "1",
+        "provenance": "1",
+        "all": "1",
+        "total": str(4 * fs_cells + 5),
+    }

@@ -39,9 +39,14 @@ def test_campaign_through_slurm_matches_a_local_run(slurm, tmp_path):
     name, node = f"sl-{uuid.uuid4().hex[:6]}", socket.gethostname()
     with private_scratch() as scratch:
         proc = run_campaign(
-            tmp_path / "slurm", small(scratch, name, node), "--profile", str(REPO / "profiles" / "slurm"),
-            "--seconds-between-status-checks", "2", env=env,
-        )  # fmt: skip
+            tmp_path / "slurm",
+            small(scratch, name, node),
+            "--profile",
+            str(REPO / "profiles" / "slurm"),
+            "--seconds-between-status-checks",
+            "2",
+            env=env,
+        )
         assert "executor: slurm" in proc.stdout + proc.stderr or "slurm" in proc.stdout + proc.stderr
         assert not held(scratch)
         run_campaign(tmp_path / "local", small(scratch, name, node))
@@ -68,9 +73,15 @@ def test_a_cell_is_pinned_to_its_host(slurm, tmp_path):
     _, env = slurm
     with private_scratch() as scratch:
         proc = run_campaign(
-            tmp_path, small(scratch, "pinned", "no-such-node"), "--profile", str(REPO / "profiles" / "slurm"),
-            "--seconds-between-status-checks", "2", check=False, env=env,
-        )  # fmt: skip
+            tmp_path,
+            small(scratch, "pinned", "no-such-node"),
+            "--profile",
+            str(REPO / "profiles" / "slurm"),
+            "--seconds-between-status-checks",
+            "2",
+            check=False,
+            env=env,
+        )
         said = proc.stdout + proc.stderr
         assert proc.returncode != 0 and "--nodelist=no-such-node" in said, said[-3000:]
         assert not held(scratch) and not (tmp_path / "results/pinned/runs").exists()
@@ -101,11 +112,20 @@ def test_all_hosts_at_once_on_a_shared_path(slurm, tmp_path):
     with private_scratch() as scratch:
         shared = scratch / "shared"
         shared.mkdir()
-        config = small(scratch, "together", node) | {"arrays": {"p": {"kind": "path", "path": str(shared),
-                                                                      "all_hosts": True}}, "raw": False}  # fmt: skip
+        config = small(scratch, "together", node) | {
+            "arrays": {"p": {"kind": "path", "path": str(shared), "all_hosts": True}},
+            "raw": False,
+        }
         config["io"]["cache"] = "fadvise"
-        run_campaign(tmp_path, config, "--profile", str(REPO / "profiles" / "slurm"),
-                     "--seconds-between-status-checks", "2", env=env)  # fmt: skip
+        run_campaign(
+            tmp_path,
+            config,
+            "--profile",
+            str(REPO / "profiles" / "slurm"),
+            "--seconds-between-status-checks",
+            "2",
+            env=env,
+        )
         assert list(shared.iterdir()) == []  # every host's data folder is gone again
     df = pd.read_csv(tmp_path / "results/together/measurements.csv")
     assert sorted(df.host) == sorted([node, node, "all", "all", f"{node}@all", f"{node}@all"])

@@ -33,8 +33,15 @@ def test_each_host_measures_alone_then_all_at_once(two_nodes, tmp_path):
             "arrays": {"p": {"kind": "path", "path": str(shared), "all_hosts": True}},
             "io": {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise"},
         }
-        run_campaign(tmp_path, config, "--profile", str(REPO / "profiles" / "slurm"),
-                     "--seconds-between-status-checks", "2", env=env)  # fmt: skip
+        run_campaign(
+            tmp_path,
+            config,
+            "--profile",
+            str(REPO / "profiles" / "slurm"),
+            "--seconds-between-status-checks",
+            "2",
+            env=env,
+        )
         assert list(shared.iterdir()) == [] and not held(scratch)
     df = pd.read_csv(tmp_path / "results/nodes/measurements.csv")
     # the host column is what each job's machine calls itself: the pinned node ran it

@@ -38,12 +38,28 @@ def log_ci(values, t):
 
 def row(target="raw", op="write", mb_s=100.0, rep=1, array="a", block_size=MiB, durable=None, flags="", **over):
     r = {
-        "campaign": "c", "host": "h", "array": array, "target": target,
-        "fs_type": "raw" if target == "raw" else target, "op": op, "pattern": "seq", "block_size": block_size,
-        "direct": False, "streams": 1, "rep": rep, "bytes": 10**9, "seconds": 1e3 / mb_s, "mb_s": mb_s,
-        "seconds_durable": 1e3 / (durable or mb_s), "mb_s_durable": durable or mb_s, "engine": "python",
-        "cache": "drop", "cached_before": 0.0, "started_at": "2024-01-01T00:00:00Z", "flags": flags,
-    }  # fmt: skip
+        "campaign": "c",
+        "host": "h",
+        "array": array,
+        "target": target,
+        "fs_type": "raw" if target == "raw" else target,
+        "op": op,
+        "pattern": "seq",
+        "block_size": block_size,
+        "direct": False,
+        "streams": 1,
+        "rep": rep,
+        "bytes": 10**9,
+        "seconds": 1e3 / mb_s,
+        "mb_s": mb_s,
+        "seconds_durable": 1e3 / (durable or mb_s),
+        "mb_s_durable": durable or mb_s,
+        "engine": "python",
+        "cache": "drop",
+        "cached_before": 0.0,
+        "started_at": "2024-01-01T00:00:00Z",
+        "flags": flags,
+    }
     r.update(over)
     return r
 
@@ -244,18 +260,39 @@ def seed_baseline(name="3ware-2012"):
     rows = []
     for target, op, bs, seconds, real in SEED_RUNS:
         rate, durable = SEED_BYTES / seconds / 1e6, SEED_BYTES / real / 1e6
-        rows.append(row(target, op, rate, 1, array=name, block_size=bs, durable=durable, campaign=name,
-                        host="", bytes=SEED_BYTES, seconds=seconds, seconds_durable=real, engine="dd-log",
-                        cache="", cached_before=np.nan, started_at=""))  # fmt: skip
+        rows.append(
+            row(
+                target,
+                op,
+                rate,
+                1,
+                array=name,
+                block_size=bs,
+                durable=durable,
+                campaign=name,
+                host="",
+                bytes=SEED_BYTES,
+                seconds=seconds,
+                seconds_durable=real,
+                engine="dd-log",
+                cache="",
+                cached_before=np.nan,
+                started_at="",
+            )
+        )
     return frame(rows)
 
 
 def small_campaign():
     return frame(
-        [row(t, op, v * f, i + 1, array="loop", block_size=bs) for i, f in enumerate([0.98, 1.0, 1.02])
-         for t, w, r in [("raw", 1900.0, 2000.0), ("ext3", 420.0, 1500.0), ("xfs", 1500.0, 1900.0)]
-         for bs in (MiB, 4 * MiB) for op, v in (("write", w), ("read", r))]
-    )  # fmt: skip
+        [
+            row(t, op, v * f, i + 1, array="loop", block_size=bs)
+            for i, f in enumerate([0.98, 1.0, 1.02])
+            for t, w, r in [("raw", 1900.0, 2000.0), ("ext3", 420.0, 1500.0), ("xfs", 1500.0, 1900.0)]
+            for bs in (MiB, 4 * MiB)
+            for op, v in (("write", w), ("read", r))
+        ]
+    )
 
 
 def test_summarize_baselines_keeps_each_baseline_apart():
@@ -435,8 +472,10 @@ def test_several_hosts_are_told_apart_one_host_is_not_named():
     # A baseline from an earlier multi-host measurements.csv: one heading per host.
     earlier = summarize_baselines(two.assign(campaign="last-run"))
     text = summary_markdown(summarize(m), "t", earlier)
-    assert [x for x in text.splitlines() if x.startswith("### ")] == ["### last-run / node1 / loop",
-                                                                      "### last-run / node2 / loop"]  # fmt: skip
+    assert [x for x in text.splitlines() if x.startswith("### ")] == [
+        "### last-run / node1 / loop",
+        "### last-run / node2 / loop",
+    ]
     assert "node2" in summary_html(s, "t")
 
 

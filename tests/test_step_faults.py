@@ -138,8 +138,9 @@ def write_under_way(tmp_path, scratch, config):
     loops = all_loop_devices()
     for dev in loops:
         throttle(dev, 8 * 10**6)
-    run = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)  # fmt: skip
+    run = subprocess.Popen(
+        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         for _ in range(1200):
             if list(scratch.rglob("fsbench-*.dat")):

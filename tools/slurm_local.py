@@ -64,8 +64,10 @@ def config(base: Path, n: int = 1) -> str:
         ctld, nodes = socket.gethostname(), [f"NodeName={name} {shape} State=UNKNOWN"]
     else:  # every daemon reachable over the veths: this host at .1, the others at .2, .3, …
         ctld = f"{socket.gethostname()}({NET}.1)"
-        nodes = [f"NodeName={node} NodeAddr={NET}.{i} {shape} State=UNKNOWN"
-                 for i, node in enumerate([name, *extra_nodes(n)], start=1)]  # fmt: skip
+        nodes = [
+            f"NodeName={node} NodeAddr={NET}.{i} {shape} State=UNKNOWN"
+            for i, node in enumerate([name, *extra_nodes(n)], start=1)
+        ]
     names = ",".join([name, *extra_nodes(n)])
     return f"""{MARK} ({n} node(s))
 ClusterName=fsbench
@@ -161,8 +163,11 @@ def add_namespaces(n: int) -> None:
         else:  # .1 lives on the first veth; the others reach it by a route
             _net(["ip", "route", "add", f"{NET}.{i}/32", "dev", host_end])
         _net(["ip", "link", "set", host_end, "up"])
-        for argv in (["ip", "addr", "add", f"{NET}.{i}/24", "dev", node_end], ["ip", "link", "set", node_end, "up"],
-                     ["ip", "link", "set", "lo", "up"]):  # fmt: skip
+        for argv in (
+            ["ip", "addr", "add", f"{NET}.{i}/24", "dev", node_end],
+            ["ip", "link", "set", node_end, "up"],
+            ["ip", "link", "set", "lo", "up"],
+        ):
             _net(["ip", "netns", "exec", node, *argv])
 
 
@@ -204,8 +209,24 @@ def start(base: Path, n: int = 1) -> dict:
     (base / f"spool-{name}").mkdir(exist_ok=True)
     daemons = [[_which("slurmctld"), "-f", str(conf)], [_which("slurmd"), "-f", str(conf), "-N", name]]
     for node in extra_nodes(n):  # nsenter, not `ip netns exec`: that one remounts /sys without cgroups
-        daemons.append(["nsenter", f"--net=/run/netns/{node}", "unshare", "--uts", "--", "sh", "-c", AS_NODE, node,
-                        _which("slurmd"), "-f", str(conf), "-N", node])  # fmt: skip
+        daemons.append(
+            [
+                "nsenter",
+                f"--net=/run/netns/{node}",
+                "unshare",
+                "--uts",
+                "--",
+                "sh",
+                "-c",
+                AS_NODE,
+                node,
+                _which("slurmd"),
+                "-f",
+                str(conf),
+                "-N",
+                node,
+            ]
+        )
     for argv in daemons:
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode != 0:

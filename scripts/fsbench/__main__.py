@@ -22,12 +22,14 @@ def main(argv=None) -> int:
     rel.add_argument("campaign", help="the campaign file")
     res = sub.add_parser("results", help="print the campaign's results folder")
     res.add_argument("campaign", help="the campaign file")
-    cmp = sub.add_parser("compare", help="verdicts of NEW against OLD for the cells both measured, and what differs "
-                                          "in their provenance")  # fmt: skip
+    cmp = sub.add_parser(
+        "compare", help="verdicts of NEW against OLD for the cells both measured, and what differs in their provenance"
+    )
     cmp.add_argument("old", help="the earlier run: a results folder or its measurements.csv")
     cmp.add_argument("new", help="the later run: a results folder or its measurements.csv")
-    cmp.add_argument("-o", "--output", help="write OUTPUT.md and OUTPUT.csv (default: compare.md and compare.csv "
-                                            "in NEW's folder)")  # fmt: skip
+    cmp.add_argument(
+        "-o", "--output", help="write OUTPUT.md and OUTPUT.csv (default: compare.md and compare.csv in NEW's folder)"
+    )
     part = sub.add_parser("part", help="one host's share of an all-hosts cell (run by fsbench itself)")
     for name in ("cell", "op", "start_at", "scratch", "record_dir"):
         part.add_argument(name)

@@ -38,17 +38,35 @@ def dd_log_rows(name: str, text: str) -> list[dict]:
         seen[key] = seen.get(key, 0) + 1
         durable = run["seconds_durable"]
         ops = sum(run["records_out"]) if run.get("records_out") else math.nan  # dd's records: one call each
-        rows.append({
-            "campaign": name, "host": "", "array": name, "target": run["target"], "fs_type": run["fs_type"],
-            "op": run["op"], "pattern": "seq", "block_size": math.nan if run["bs"] is None else run["bs"],
-            "direct": run["direct"], "streams": 1, "iodepth": 1, "rep": seen[key], "bytes": run["bytes"],
-            "seconds": run["seconds"],
-            "mb_s": rate(run["bytes"], run["seconds"]), "seconds_durable": durable,
-            "mb_s_durable": rate(run["bytes"], durable), "engine": "dd-log", "cache": "", "cached_before": math.nan,
-            "started_at": "", "ops": ops, "iops": ops / run["seconds"] if run["seconds"] > 0 else math.nan,
-            **dict.fromkeys([*LATENCY_COLUMNS, "cpu_s_per_gb", "device_bytes", "write_amplification"], math.nan),
-            "flags": run["flags"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "campaign": name,
+                "host": "",
+                "array": name,
+                "target": run["target"],
+                "fs_type": run["fs_type"],
+                "op": run["op"],
+                "pattern": "seq",
+                "block_size": math.nan if run["bs"] is None else run["bs"],
+                "direct": run["direct"],
+                "streams": 1,
+                "iodepth": 1,
+                "rep": seen[key],
+                "bytes": run["bytes"],
+                "seconds": run["seconds"],
+                "mb_s": rate(run["bytes"], run["seconds"]),
+                "seconds_durable": durable,
+                "mb_s_durable": rate(run["bytes"], durable),
+                "engine": "dd-log",
+                "cache": "",
+                "cached_before": math.nan,
+                "started_at": "",
+                "ops": ops,
+                "iops": ops / run["seconds"] if run["seconds"] > 0 else math.nan,
+                **dict.fromkeys([*LATENCY_COLUMNS, "cpu_s_per_gb", "device_bytes", "write_amplification"], math.nan),
+                "flags": run["flags"],
+            }
+        )
     return rows
 
 

@@ -45,9 +45,28 @@ TESTS = [*TEST, *MORE_TEST]
 CELL_KEYS = [*KEYS, *MORE_TEST]
 # comparisons.csv, in order. vs: what differs between a and b (target, block_size or run); that column is empty.
 COLUMNS = [
-    "campaign", "host", "array", "op", "metric", "vs", "target", "fs_type", *TESTS,
-    "a", "b", "n_a", "n_b", "median_a", "median_b", "ratio", "ci_low", "ci_high", "p_value", "verdict", "note",
-]  # fmt: skip
+    "campaign",
+    "host",
+    "array",
+    "op",
+    "metric",
+    "vs",
+    "target",
+    "fs_type",
+    *TESTS,
+    "a",
+    "b",
+    "n_a",
+    "n_b",
+    "median_a",
+    "median_b",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "verdict",
+    "note",
+]
 # Below this p (and with the interval excluding 1) a difference is called.
 ALPHA = 0.05
 # The figure each op is judged by; iops besides, where measured.
@@ -104,10 +123,19 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metric: str, name_a: str, name_b: 
         if flags:
             notes.append(f"{name} flagged {flags}")
     return {
-        "a": name_a, "b": name_b, "n_a": len(xa), "n_b": len(xb), "median_a": med_a, "median_b": med_b,
-        "ratio": ratio, "ci_low": test["ci_low"], "ci_high": test["ci_high"], "p_value": test["p_value"],
-        "verdict": verdict(test["ci_low"], test["ci_high"], test["p_value"]), "note": "; ".join(notes),
-    }  # fmt: skip
+        "a": name_a,
+        "b": name_b,
+        "n_a": len(xa),
+        "n_b": len(xb),
+        "median_a": med_a,
+        "median_b": med_b,
+        "ratio": ratio,
+        "ci_low": test["ci_low"],
+        "ci_high": test["ci_high"],
+        "p_value": test["p_value"],
+        "verdict": verdict(test["ci_low"], test["ci_high"], test["p_value"]),
+        "note": "; ".join(notes),
+    }
 
 
 def metrics(op, a: pd.DataFrame, b: pd.DataFrame, iops: bool = True) -> list[str]:
@@ -212,7 +240,7 @@ PER_RUN = re.compile(
     r"(^|\.)(uuid|loop_backing_file|Filesystem UUID|Directory Hash Seed|Filesystem created|Last mount time|"
     r"Last write time|Last checked|Lifetime writes|Checksum|Free blocks|Free inodes|Journal sequence|Mount count|"
     r"kernel_version)$"
-)  # fmt: skip
+)
 
 
 def _text_fields(text: str) -> dict[str, str] | None:
@@ -303,8 +331,12 @@ def compare_blocks(result: pd.DataFrame, changes, per_run, old_path, new_path, m
     """The output of `fsbench compare` as blocks: the verdicts, then what differs in provenance."""
     blocks: list = [Heading(1, f"fsbench compare: new ({new_path}) against old ({old_path})")]
     if result.empty:
-        blocks.append(Para("The two runs share no cell (array, target, fs_type, op, pattern, block size, direct, "
-                           "streams): nothing to compare."))  # fmt: skip
+        blocks.append(
+            Para(
+                "The two runs share no cell (array, target, fs_type, op, pattern, block size, direct, "
+                "streams): nothing to compare."
+            )
+        )
     else:
         blocks += verdict_blocks(result, source="the CSV beside this file")
     blocks.append(Heading(2, "What differs in provenance"))

@@ -208,8 +208,12 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
             array[k] = _size(array[k], f"{key}.{k}")
     members = array.get("members") if kind == "loop" else len(array.get("devices", [1]))
     if array.get("level") is not None and members < MD_MIN_MEMBERS[array["level"]]:
-        raise _fail(f"{key}.level", array["level"], f"a level that {members} member(s) can build "
-                    f"(RAID {array['level']} needs at least {MD_MIN_MEMBERS[array['level']]})")  # fmt: skip
+        raise _fail(
+            f"{key}.level",
+            array["level"],
+            f"a level that {members} member(s) can build "
+            f"(RAID {array['level']} needs at least {MD_MIN_MEMBERS[array['level']]})",
+        )
     listed = {"device": [array.get("device")], "mdadm": array.get("devices", [])}.get(kind, [])
     for i, dev in enumerate(listed):
         where = f"{key}.device" if kind == "device" else f"{key}.devices[{i}]"
@@ -232,9 +236,10 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
         need = max([-(-need // per_member)] + [FS_MIN_IMAGE.get(t, 0) for t in fs_types])
         if array["size"] < need:
             raise _fail(
-                f"{key}.size", format_size(array["size"]),
+                f"{key}.size",
+                format_size(array["size"]),
                 f"at least {-(-need // 2**20)}MiB: io.size × streams ({format_size(written)}) plus filesystem overhead",
-            )  # fmt: skip
+            )
 
 
 def _nothing_to_measure(array: dict) -> str:
@@ -304,8 +309,17 @@ class Cell:
         m = TEST_RE.fullmatch(test)
         if m is None:
             raise ValueError(f"not a test: {test!r}; allowed: {TEST_PATTERN}")
-        return cls(host, array, target, m["pattern"], parse_size(m["bs"]), m["io"] == "direct",
-                   int(m["streams"]), int(rep), int(m["iodepth"] or 1))  # fmt: skip
+        return cls(
+            host,
+            array,
+            target,
+            m["pattern"],
+            parse_size(m["bs"]),
+            m["io"] == "direct",
+            int(m["streams"]),
+            int(rep),
+            int(m["iodepth"] or 1),
+        )
 
 
 def targets(config: dict, array: str) -> list[str]:

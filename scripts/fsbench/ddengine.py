@@ -168,9 +168,18 @@ def _run(job: Job, op: str, argvs: list[list[str]], every: float) -> list[dict]:
             raise ToolError(f"{shlex.join(argv)} failed (exit {proc.returncode}): {said}")
         if "fsync_error" in s:
             raise ToolError(s["fsync_error"])
-        results.append({"path": st.path, "offset": st.offset, "bytes": job.size, "start": s["start"], "end": s["end"],
-                        "end_durable": s["end_durable"], **parse(s["stderr"], job, argv),
-                        "command": shlex.join(argv)})  # fmt: skip
+        results.append(
+            {
+                "path": st.path,
+                "offset": st.offset,
+                "bytes": job.size,
+                "start": s["start"],
+                "end": s["end"],
+                "end_durable": s["end_durable"],
+                **parse(s["stderr"], job, argv),
+                "command": shlex.join(argv),
+            }
+        )
     return results
 
 

@@ -77,9 +77,16 @@ def _closed_runs(text: str) -> list[dict]:
 
     def close(m):
         nonlocal heading, command, records, candidate
-        run = {"heading": heading, "command": command, "records_in": records.get("in"),
-               "records_out": records.get("out"), "bytes": int(m["bytes"]), "seconds": float(m["seconds"]),
-               "rate": m["rate"].strip(), "real": None}  # fmt: skip
+        run = {
+            "heading": heading,
+            "command": command,
+            "records_in": records.get("in"),
+            "records_out": records.get("out"),
+            "bytes": int(m["bytes"]),
+            "seconds": float(m["seconds"]),
+            "rate": m["rate"].strip(),
+            "real": None,
+        }
         runs.append(run)
         heading, command, records, candidate = "", None, {}, None
         return run
@@ -153,6 +160,16 @@ def parse_dd_log(text: str) -> list[dict]:
         flags = [f for f in flags_for({**row, "cached_before": math.nan}, expected or run["bytes"]).split(";") if f]
         if any(r and r[1] for r in (run["records_in"], run["records_out"])):
             flags.append("partial-records")
-        run.update(bs=bs, count=count, block_size=bs, op=op, target=target, fs_type=target, expected_bytes=expected,
-                   seconds_durable=durable, direct="direct" in iflags + oflags, flags=";".join(flags))  # fmt: skip
+        run.update(
+            bs=bs,
+            count=count,
+            block_size=bs,
+            op=op,
+            target=target,
+            fs_type=target,
+            expected_bytes=expected,
+            seconds_durable=durable,
+            direct="direct" in iflags + oflags,
+            flags=";".join(flags),
+        )
     return runs

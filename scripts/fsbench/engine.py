@@ -149,9 +149,15 @@ def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: th
     finally:
         os.close(fd)
     return {
-        "path": stream.path, "offset": stream.offset, "bytes": done[index],
-        "start": start, "end": end, "end_durable": end_durable, "ops": latency.count, "latency": latency.as_record(),
-    }  # fmt: skip
+        "path": stream.path,
+        "offset": stream.offset,
+        "bytes": done[index],
+        "start": start,
+        "end": end,
+        "end_durable": end_durable,
+        "ops": latency.count,
+        "latency": latency.as_record(),
+    }
 
 
 def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list) -> dict:
@@ -182,8 +188,16 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list
         f.close()
         view.release()
         buf.close()
-    return {"path": stream.path, "offset": stream.offset, "bytes": done[index], "start": start, "end": end,
-            "end_durable": end, "ops": latency.count, "latency": latency.as_record()}  # fmt: skip
+    return {
+        "path": stream.path,
+        "offset": stream.offset,
+        "bytes": done[index],
+        "start": start,
+        "end": end,
+        "end_durable": end,
+        "ops": latency.count,
+        "latency": latency.as_record(),
+    }
 
 
 def _uring_stream(job: Job, index: int, writing: bool, blocks: list, start_line: threading.Barrier, done: list) -> dict:
@@ -245,9 +259,16 @@ def _uring_stream(job: Job, index: int, writing: bool, blocks: list, start_line:
         if not writing:
             slots_buf.close()
     return {
-        "path": stream.path, "offset": stream.offset, "bytes": done[index], "start": start, "end": end,
-        "end_durable": end_durable, "ops": latency.count, "latency": latency.as_record(), "iodepth": depth,
-    }  # fmt: skip
+        "path": stream.path,
+        "offset": stream.offset,
+        "bytes": done[index],
+        "start": start,
+        "end": end,
+        "end_durable": end_durable,
+        "ops": latency.count,
+        "latency": latency.as_record(),
+        "iodepth": depth,
+    }
 
 
 def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:
@@ -283,8 +304,15 @@ def progress(op: str, total: int, done: list[int] | Callable[[], int], every: fl
             moved, elapsed = min(moved_so_far(), total), time.perf_counter() - started
             rate = moved / elapsed
             eta = (total - moved) / rate if rate else float("inf")
-            log.info("%s: %d of %d bytes (%.0f %%), %.0f MB/s, about %.0f s left",
-                     op, moved, total, 100 * moved / total, rate / 1e6, eta)  # fmt: skip
+            log.info(
+                "%s: %d of %d bytes (%.0f %%), %.0f MB/s, about %.0f s left",
+                op,
+                moved,
+                total,
+                100 * moved / total,
+                rate / 1e6,
+                eta,
+            )
 
     reporter = threading.Thread(target=report, daemon=True)
     reporter.start()

@@ -113,13 +113,24 @@ def _run(job: Job, op: str, every: float) -> dict:
         durable = max(io["runtime"] / 1000, seconds) if op == "write" else seconds
         # fio starts its jobs together and does not report when each started; each stream is timed from
         # the common launch, so fio's own start-up before the first I/O is excluded from every figure.
-        streams.append({
-            "path": stream.path, "offset": stream.offset, "bytes": io["io_bytes"], "start": launched,
-            "end": launched + seconds, "end_durable": launched + durable, "seconds": seconds,
-            "seconds_durable": durable, "fio_runtime_ms": io["runtime"],
-            "fio_lat_ns_mean": io["lat_ns"]["mean"], "fio_total_ios": io["total_ios"], "fio_wall_seconds": wall,
-            "ops": io["total_ios"], "latency": _latency(io["clat_ns"]).as_record(),
-        })  # fmt: skip
+        streams.append(
+            {
+                "path": stream.path,
+                "offset": stream.offset,
+                "bytes": io["io_bytes"],
+                "start": launched,
+                "end": launched + seconds,
+                "end_durable": launched + durable,
+                "seconds": seconds,
+                "seconds_durable": durable,
+                "fio_runtime_ms": io["runtime"],
+                "fio_lat_ns_mean": io["lat_ns"]["mean"],
+                "fio_total_ios": io["total_ios"],
+                "fio_wall_seconds": wall,
+                "ops": io["total_ios"],
+                "latency": _latency(io["clat_ns"]).as_record(),
+            }
+        )
     result = aggregate(streams, command)
     # All streams share one start, so aggregate's figures are the longest stream's; taken directly they
     # keep the ns resolution that epoch floats (~0.2 us steps) would round away.

@@ -104,8 +104,12 @@ class Histogram:
 
     def as_record(self) -> dict:
         """For a JSON record: the non-empty buckets only."""
-        return {"buckets": {str(i): n for i, n in enumerate(self.counts) if n}, "count": self.count,
-                "total_ns": self.total_ns, "max_ns": self.max_ns}  # fmt: skip
+        return {
+            "buckets": {str(i): n for i, n in enumerate(self.counts) if n},
+            "count": self.count,
+            "total_ns": self.total_ns,
+            "max_ns": self.max_ns,
+        }
 
     @classmethod
     def from_record(cls, record: dict) -> "Histogram":

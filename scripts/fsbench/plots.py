@@ -99,8 +99,17 @@ def _label(ax, x, y, text, n_bars, inside=True):
     size = 10 if n_bars <= 8 else 9
     ymax = ax.get_ylim()[1]
     if inside and y > 0.22 * ymax:
-        ax.text(x, y * 0.5, text, ha="center", va="center", rotation=90 if n_bars > 8 else 0,
-                color="white", fontsize=size, fontweight="bold")  # fmt: skip
+        ax.text(
+            x,
+            y * 0.5,
+            text,
+            ha="center",
+            va="center",
+            rotation=90 if n_bars > 8 else 0,
+            color="white",
+            fontsize=size,
+            fontweight="bold",
+        )
     else:
         ax.text(x, y + 0.01 * ymax, text, ha="center", va="bottom", rotation=90 if n_bars > 12 else 0, fontsize=size)
 
@@ -155,15 +164,33 @@ def _whisker(ax, x, low, high, top) -> bool:
         else:
             ax.plot(x, y, marker="_", markersize=9, markeredgewidth=1.4, color="black", zorder=2.5)
     if high > top:
-        ax.annotate(f"{high:.0f}", xy=(x, top), xytext=(0, 5), textcoords="offset points", ha="center",
-                    va="bottom", fontsize=7.5, color="#333333", annotation_clip=False)  # fmt: skip
+        ax.annotate(
+            f"{high:.0f}",
+            xy=(x, top),
+            xytext=(0, 5),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=7.5,
+            color="#333333",
+            annotation_clip=False,
+        )
     return high > top or low < 0
 
 
 def _value_below(ax, x, text, size, rotate) -> None:
     """A bar's value under the axis, beneath the bar: clear of the dots and whiskers drawn on the bar."""
-    ax.annotate(text, xy=(x, 0), xycoords=ax.get_xaxis_transform(), xytext=(0, -7), textcoords="offset points",
-                ha="center", va="top", rotation=90 if rotate else 0, fontsize=size)  # fmt: skip
+    ax.annotate(
+        text,
+        xy=(x, 0),
+        xycoords=ax.get_xaxis_transform(),
+        xytext=(0, -7),
+        textcoords="offset points",
+        ha="center",
+        va="top",
+        rotation=90 if rotate else 0,
+        fontsize=size,
+    )
 
 
 def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
@@ -229,14 +256,47 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
         ),
         fontsize=13,
     )
-    marks = [Line2D([], [], linestyle="none", marker="o", markersize=6, color="black", markeredgecolor="white",
-                    label="a repetition")] if several else []  # fmt: skip
+    marks = (
+        [
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="o",
+                markersize=6,
+                color="black",
+                markeredgecolor="white",
+                label="a repetition",
+            )
+        ]
+        if several
+        else []
+    )
     if several:
-        marks.append(Line2D([], [], color="black", linewidth=1.4, marker="_", markersize=9, markeredgewidth=1.4,
-                            label="95% CI of the mean"))  # fmt: skip
+        marks.append(
+            Line2D(
+                [],
+                [],
+                color="black",
+                linewidth=1.4,
+                marker="_",
+                markersize=9,
+                markeredgewidth=1.4,
+                label="95% CI of the mean",
+            )
+        )
     if cut:
-        marks.append(Line2D([], [], linestyle="none", marker="^", markersize=7, color="black",
-                            label="CI goes on past the axis (▲ end written above)"))  # fmt: skip
+        marks.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="^",
+                markersize=7,
+                color="black",
+                label="CI goes on past the axis (▲ end written above)",
+            )
+        )
     _legend(fig, labels, colours, None, marks, prefix=_hue_title(summary) + " ")
     return fig
 
@@ -300,8 +360,15 @@ def _durable(summary: pd.DataFrame) -> Figure | None:
                     continue
                 x = at(targets.index(c["target"]), j + k)
                 colour = colours[c["hue"]]
-                ax.bar(x, value, width * 0.92, color=colour, alpha=1 if k == 0 else 0.55,
-                       hatch="" if k == 0 else "//", edgecolor="white" if k == 0 else colour)  # fmt: skip
+                ax.bar(
+                    x,
+                    value,
+                    width * 0.92,
+                    color=colour,
+                    alpha=1 if k == 0 else 0.55,
+                    hatch="" if k == 0 else "//",
+                    edgecolor="white" if k == 0 else colour,
+                )
                 if n_bars <= 2 * MAX_LABELLED_BARS:
                     _label(ax, x, value, f"{value:.0f}", n_bars, inside=False)
         ax.set_xticks(range(len(targets)), targets)
@@ -389,8 +456,15 @@ def _beside_baselines(summary: pd.DataFrame, earlier: pd.DataFrame) -> Figure:
             for k, (value, shade) in enumerate(group):
                 x = i + (k - (len(group) - 1) / 2) * bar
                 ax.bar(x, value, bar * 0.92, color=shade, edgecolor="white", linewidth=0.5)
-                ax.text(x, value + 0.012 * top, f"{value:.0f}", ha="center", va="bottom",
-                        rotation=90 if rotate else 0, fontsize=9 if rotate else 10)  # fmt: skip
+                ax.text(
+                    x,
+                    value + 0.012 * top,
+                    f"{value:.0f}",
+                    ha="center",
+                    va="bottom",
+                    rotation=90 if rotate else 0,
+                    fontsize=9 if rotate else 10,
+                )
         ax.set_xticks(range(len(targets)), targets)
         ax.set_xlim(-0.6, max(len(targets), 1) - 0.4)
         ax.tick_params(axis="y", labelleft=True)  # sharey hides it on the lower panel otherwise
@@ -405,8 +479,13 @@ def _beside_baselines(summary: pd.DataFrame, earlier: pd.DataFrame) -> Figure:
         "MB/s = 10^6 B/s as dd prints",
         fontsize=13,
     )
-    fig.legend(handles=legend, loc="outside lower center", ncol=2 if len(legend) > 1 else 1,
-               frameon=False, title="where the figure comes from, block size")  # fmt: skip
+    fig.legend(
+        handles=legend,
+        loc="outside lower center",
+        ncol=2 if len(legend) > 1 else 1,
+        frameon=False,
+        title="where the figure comes from, block size",
+    )
     return fig
 
 
@@ -441,10 +520,19 @@ def _iops(measurements: pd.DataFrame) -> Figure | None:
         return None
     targets = list(dict.fromkeys(data["target"]))
     colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
-    panels = [(op, pattern) for op in OPS for pattern in dict.fromkeys(data["pattern"])
-              if ((data["op"] == op) & (data["pattern"] == pattern)).any()]  # fmt: skip
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7, 1.6 * data["test"].nunique() + 3), 3.6 * len(panels)),
-                             squeeze=False, layout="constrained")  # fmt: skip
+    panels = [
+        (op, pattern)
+        for op in OPS
+        for pattern in dict.fromkeys(data["pattern"])
+        if ((data["op"] == op) & (data["pattern"] == pattern)).any()
+    ]
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(max(7, 1.6 * data["test"].nunique() + 3), 3.6 * len(panels)),
+        squeeze=False,
+        layout="constrained",
+    )
     for ax, (op, pattern) in zip(axes[:, 0], panels, strict=True):
         part = data[(data["op"] == op) & (data["pattern"] == pattern)]
         tests = list(dict.fromkeys(part.sort_values(["block_size", "iodepth", "streams", "direct"])["test"]))
@@ -460,10 +548,16 @@ def _iops(measurements: pd.DataFrame) -> Figure | None:
         ax.set_ylabel("IOPS (median, log)")
         top = part["iops"].max()
         ax.set_ylim(part["iops"].min() / 3, top * 4)
-    fig.suptitle("Operations per second by target, block size and queue depth (qd)\nmedian of the repetitions",
-                 fontsize=13)  # fmt: skip
-    fig.legend(handles=[Patch(facecolor=colours[t], label=str(t)) for t in targets], loc="outside lower center",
-               ncol=min(len(targets), 6), frameon=False, title="target")  # fmt: skip
+    fig.suptitle(
+        "Operations per second by target, block size and queue depth (qd)\nmedian of the repetitions", fontsize=13
+    )
+    fig.legend(
+        handles=[Patch(facecolor=colours[t], label=str(t)) for t in targets],
+        loc="outside lower center",
+        ncol=min(len(targets), 6),
+        frameon=False,
+        title="target",
+    )
     return fig
 
 
@@ -480,12 +574,21 @@ def _latency(measurements: pd.DataFrame) -> Figure | None:
         return None
     targets = list(dict.fromkeys(data["target"]))
     colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
-    panels = [(op, test) for op in OPS for test in dict.fromkeys(data.sort_values(["block_size", "iodepth"])["test"])
-              if ((data["op"] == op) & (data["test"] == test)).any()]  # fmt: skip
+    panels = [
+        (op, test)
+        for op in OPS
+        for test in dict.fromkeys(data.sort_values(["block_size", "iodepth"])["test"])
+        if ((data["op"] == op) & (data["test"] == test)).any()
+    ]
     n_cols = min(len(panels), 3)
     n_rows = -(-len(panels) // n_cols)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(max(4.2, 0.9 * len(targets) + 2) * n_cols, 3.8 * n_rows),
-                             squeeze=False, layout="constrained")  # fmt: skip
+    fig, axes = plt.subplots(
+        n_rows,
+        n_cols,
+        figsize=(max(4.2, 0.9 * len(targets) + 2) * n_cols, 3.8 * n_rows),
+        squeeze=False,
+        layout="constrained",
+    )
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (op, test) in zip(axes.flat, panels, strict=False):
@@ -503,8 +606,11 @@ def _latency(measurements: pd.DataFrame) -> Figure | None:
         ax.set_yscale("log")
         ax.set_title(f"{op} · {test}", fontsize=10)
         ax.set_ylabel("µs per operation (log)")
-    fig.suptitle("Latency per operation: p50 (circle), p99 (diamond, value written), p99.9 (square)\n"
-                 "median of the repetitions; lower is better", fontsize=13)  # fmt: skip
+    fig.suptitle(
+        "Latency per operation: p50 (circle), p99 (diamond, value written), p99.9 (square)\n"
+        "median of the repetitions; lower is better",
+        fontsize=13,
+    )
     marks = [Line2D([], [], marker=m, ls="", color="gray", label=n) for _, n, m in LATENCY_MARKS]
     fig.legend(handles=marks, loc="outside lower center", ncol=3, frameon=False, title="percentile")
     return fig

@@ -15,11 +15,35 @@ from .telemetry import cache_hit
 
 # The columns of measurements.csv and baselines.csv, in order (docs/contract.md).
 COLUMNS = [
-    "campaign", "host", "array", "target", "fs_type", "op", "pattern", "block_size", "direct",
-    "streams", "iodepth", "rep", "bytes", "seconds", "mb_s", "seconds_durable", "mb_s_durable", "engine",
-    "cache", "cached_before", "started_at", "ops", "iops", *LATENCY_COLUMNS, "cpu_s_per_gb", "device_bytes",
-    "write_amplification", "flags",
-]  # fmt: skip
+    "campaign",
+    "host",
+    "array",
+    "target",
+    "fs_type",
+    "op",
+    "pattern",
+    "block_size",
+    "direct",
+    "streams",
+    "iodepth",
+    "rep",
+    "bytes",
+    "seconds",
+    "mb_s",
+    "seconds_durable",
+    "mb_s_durable",
+    "engine",
+    "cache",
+    "cached_before",
+    "started_at",
+    "ops",
+    "iops",
+    *LATENCY_COLUMNS,
+    "cpu_s_per_gb",
+    "device_bytes",
+    "write_amplification",
+    "flags",
+]
 
 # Figures shorter than this are dominated by start-up and caches (IO500 wants minutes).
 SHORT_SECONDS = 1.0

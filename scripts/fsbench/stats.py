@@ -207,8 +207,14 @@ def repeat_decision(rows: list[dict], plan: dict) -> dict:
         reason = f"max: {k} repeats, the widest 95% CI is still {ci[worst]:.1%} of the median ({worst})"
     else:
         reason = f"more: the widest 95% CI is {ci[worst]:.1%} of the median ({worst}) after {k} repeats"
-    return {"repeats": k, "more": not met and k < plan["max"], "stopped": reason.split(":")[0], "reason": reason,
-            "ci": ci, "plan": plan}  # fmt: skip
+    return {
+        "repeats": k,
+        "more": not met and k < plan["max"],
+        "stopped": reason.split(":")[0],
+        "reason": reason,
+        "ci": ci,
+        "plan": plan,
+    }
 
 
 def summarize_baselines(rows: pd.DataFrame) -> pd.DataFrame:
@@ -306,8 +312,15 @@ class Table:
 
 def _rate(row, stopped="") -> Rate:
     note = row.get("ci95_note")
-    return Rate(row["median"], row["ci95_low"], row["ci95_high"], row["n"], split_flags(row.get("flags")), stopped,
-                str(note) if pd.notna(note) else "")  # fmt: skip
+    return Rate(
+        row["median"],
+        row["ci95_low"],
+        row["ci95_high"],
+        row["n"],
+        split_flags(row.get("flags")),
+        stopped,
+        str(note) if pd.notna(note) else "",
+    )
 
 
 # The verdict table that opens the summary (and `fsbench compare`): comparisons.csv as a reader needs it.
@@ -366,11 +379,15 @@ def verdict_blocks(comparisons: pd.DataFrame | None, source: str = "comparisons.
     ]
     if len(decided):
         rows = [
-            [f"{r['a']} vs {r['b']}", _where(r, vary, named),
-             f"{number(r['ratio'])} [{number(r['ci_low'])}–{number(r['ci_high'])}]", _p_text(r["p_value"]),
-             Verdict(str(r["verdict"]))]
+            [
+                f"{r['a']} vs {r['b']}",
+                _where(r, vary, named),
+                f"{number(r['ratio'])} [{number(r['ci_low'])}–{number(r['ci_high'])}]",
+                _p_text(r["p_value"]),
+                Verdict(str(r["verdict"])),
+            ]
             for _, r in decided.head(MAX_VERDICTS).iterrows()
-        ]  # fmt: skip
+        ]
         blocks.append(Table(["a vs b", "where", "ratio a/b [95% CI]", "p", "verdict"], rows))
     said = []
     if len(decided) > MAX_VERDICTS:
@@ -544,8 +561,13 @@ def summary_blocks(
         blocks.append(Para(LEGEND))
         flags = _flags_said(summary, baselines)
         if flags:
-            blocks.append(Para("Flags, where a figure's repetitions carry one (k of m: only some of them): "
-                               + "; ".join(flags) + "."))  # fmt: skip
+            blocks.append(
+                Para(
+                    "Flags, where a figure's repetitions carry one (k of m: only some of them): "
+                    + "; ".join(flags)
+                    + "."
+                )
+            )
         for name, part in places(summary):
             blocks += [Heading(2, name), *_array_tables(part)]
     if baselines is not None and not baselines.empty:
@@ -566,8 +588,10 @@ def _md_table(table: Table) -> list[str]:
     def line(cells):
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
-    rows = [[c.text() if isinstance(c, Rate) else c.text if isinstance(c, Verdict) else c for c in row]
-            for row in table.rows]  # fmt: skip
+    rows = [
+        [c.text() if isinstance(c, Rate) else c.text if isinstance(c, Verdict) else c for c in row]
+        for row in table.rows
+    ]
     bar = "|" + "|".join([" --- "] + [" --- " if table.prose else " ---: "] * (len(table.header) - 1)) + "|"
     return [line(table.header), bar, *map(line, rows)]
 
@@ -634,15 +658,20 @@ def _html_cell(cell, prose: bool) -> str:
     if isinstance(cell, Rate):
         if pd.isna(cell.median):
             return "<td>–</td>"
-        ci = (f"95% CI {html.escape(cell.ci()[1:-1])} · n={cell.n}" if cell.ci()
-              else f"n={cell.n}, {html.escape(cell.no_ci or 'no CI')}")  # fmt: skip
+        ci = (
+            f"95% CI {html.escape(cell.ci()[1:-1])} · n={cell.n}"
+            if cell.ci()
+            else f"n={cell.n}, {html.escape(cell.no_ci or 'no CI')}"
+        )
         flags = "".join(
             f'<span class="flag" title="{html.escape(FLAG_MEANING.get(f.split(" (")[0], ""))}">{html.escape(f)}</span>'
             for f in cell.flags
         )
         stop = f'<span class="stop">stopped: {html.escape(cell.stopped)}</span>' if cell.stopped else ""
-        return (f'<td><span class="median">{number(cell.median)}</span> <span class="unit">MB/s</span>'
-                f'<span class="ci">{ci}</span>{flags}{stop}</td>')  # fmt: skip
+        return (
+            f'<td><span class="median">{number(cell.median)}</span> <span class="unit">MB/s</span>'
+            f'<span class="ci">{ci}</span>{flags}{stop}</td>'
+        )
     if isinstance(cell, Verdict):
         kind = {"faster": " faster", "slower": " slower"}.get(cell.text, "")
         return f'<td class="verdict{kind}">{html.escape(cell.text)}</td>'
@@ -685,15 +714,17 @@ def blocks_html(blocks: list, title: str, note: str = "") -> str:
             body.append(f"<p>{_inline(block.text)}</p>")
         else:
             body += _html_table(block)
-    return "\n".join([
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        '<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{html.escape(title)}</title>",
-        f"<style>{CSS}</style></head>",
-        "<body>",
-        *body,
-        *([f'<p class="note">{_inline(note)}</p>'] if note else []),
-        "</body></html>",
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            '<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{html.escape(title)}</title>",
+            f"<style>{CSS}</style></head>",
+            "<body>",
+            *body,
+            *([f'<p class="note">{_inline(note)}</p>'] if note else []),
+            "</body></html>",
+            "",
+        ]
+    )

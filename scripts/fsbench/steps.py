@@ -38,8 +38,16 @@ def prepare_array(spec: dict, name: str, host: str, workdir) -> dict:
     state = arrays.attach(spec, workdir, name)
     for info in state.info:
         log.info("%s: %s", name, ", ".join(f"{k} {v}" for k, v in info.items() if v != ""))
-    return {"step": "prepare_array", "array": name, "host": host, "spec": spec, "state": state.as_record(),
-            "started_at": started, "seconds": time.perf_counter() - t0, "machine": provenance.machine()}  # fmt: skip
+    return {
+        "step": "prepare_array",
+        "array": name,
+        "host": host,
+        "spec": spec,
+        "state": state.as_record(),
+        "started_at": started,
+        "seconds": time.perf_counter() - t0,
+        "machine": provenance.machine(),
+    }
 
 
 def bring_up(cell: dict, array_record: dict, workdir) -> ArrayState:
@@ -48,8 +56,12 @@ def bring_up(cell: dict, array_record: dict, workdir) -> ArrayState:
     state = arrays.attach(cell["array_spec"], workdir, cell["array"])
     recorded = tuple(array_record["state"]["devices"])
     if state.devices != recorded:
-        log.info("array %s brought up again: %s (recorded as %s)", cell["array"], ", ".join(state.devices),
-                 ", ".join(recorded))  # fmt: skip
+        log.info(
+            "array %s brought up again: %s (recorded as %s)",
+            cell["array"],
+            ", ".join(state.devices),
+            ", ".join(recorded),
+        )
     return state
 
 
@@ -62,9 +74,14 @@ def mkfs(cell: dict, array_record: dict, workdir) -> dict:
     fs = cell["fs"]
     started, t0 = _now(), time.perf_counter()
     made = devices.ensure_filesystem(
-        list(state.devices), Path(workdir) / "mnt", fs["type"], fs["mkfs"], f"{fs['fingerprint']}/rep{cell['rep']}",
-        Path(workdir) / "filesystem.json", guard=lambda: arrays.check_writable(state, workdir),
-    )  # fmt: skip
+        list(state.devices),
+        Path(workdir) / "mnt",
+        fs["type"],
+        fs["mkfs"],
+        f"{fs['fingerprint']}/rep{cell['rep']}",
+        Path(workdir) / "filesystem.json",
+        guard=lambda: arrays.check_writable(state, workdir),
+    )
     seconds = time.perf_counter() - t0
     if made["made_now"]:
         log.info("made %s on %s in %.2f s: %s", fs["type"], state.devices[0], seconds, " ".join(made["mkfs_argv"]))
@@ -73,8 +90,15 @@ def mkfs(cell: dict, array_record: dict, workdir) -> dict:
             "reused %s %s on %s, made for this round by an earlier cell", fs["type"], made["uuid"], state.devices[0]
         )
     filesystem = {k: made[k] for k in ("fs_type", "uuid", "fingerprint", "mkfs_argv", "mkfs_readback", "devices")}
-    return {"step": "mkfs", "cell": cell, "made": made["made_now"], "started_at": started, "seconds": seconds,
-            "array": state.as_record(), "filesystem": filesystem}  # fmt: skip
+    return {
+        "step": "mkfs",
+        "cell": cell,
+        "made": made["made_now"],
+        "started_at": started,
+        "seconds": seconds,
+        "array": state.as_record(),
+        "filesystem": filesystem,
+    }
 
 
 def mount(cell: dict, mkfs_record: dict, workdir) -> dict:
@@ -94,12 +118,30 @@ def mount(cell: dict, mkfs_record: dict, workdir) -> dict:
     current = devices.ensure_mounted(dev, mnt, fs["fs_type"], cell["fs"]["mount"], fs["uuid"])
     mounted_now = before is None or before.source != dev
     asked = ",".join(cell["fs"]["mount"]) or "defaults"
-    log.info("%s %s at %s; asked %s, the kernel reports %s", "mounted" if mounted_now else "found mounted",
-             dev, mnt, asked, current.options)  # fmt: skip
-    return {"step": "mount", "cell": cell, "mounted": mounted_now, "started_at": started,
-            "seconds": time.perf_counter() - t0, "array": state.as_record(), "filesystem": fs,
-            "mount": {"mountpoint": current.mountpoint, "source": current.source, "fstype": current.fstype,
-                      "options": current.options, "asked": cell["fs"]["mount"]}}  # fmt: skip
+    log.info(
+        "%s %s at %s; asked %s, the kernel reports %s",
+        "mounted" if mounted_now else "found mounted",
+        dev,
+        mnt,
+        asked,
+        current.options,
+    )
+    return {
+        "step": "mount",
+        "cell": cell,
+        "mounted": mounted_now,
+        "started_at": started,
+        "seconds": time.perf_counter() - t0,
+        "array": state.as_record(),
+        "filesystem": fs,
+        "mount": {
+            "mountpoint": current.mountpoint,
+            "source": current.source,
+            "fstype": current.fstype,
+            "options": current.options,
+            "asked": cell["fs"]["mount"],
+        },
+    }
 
 
 def setup_for_write(cell: dict, record: dict, workdir) -> dict:
@@ -141,9 +183,16 @@ def run_cell(cell: dict, workdir) -> dict:
 
 def _log_figure(record: dict) -> None:
     row = record["row"]
-    log.info("%s: %d bytes in %.3f s = %.1f MB/s (%.3f s = %.1f MB/s durable)%s", row["op"], row["bytes"],
-             row["seconds"], row["mb_s"], row["seconds_durable"], row["mb_s_durable"],
-             f"; flags: {row['flags']}" if row["flags"] else "")  # fmt: skip
+    log.info(
+        "%s: %d bytes in %.3f s = %.1f MB/s (%.3f s = %.1f MB/s durable)%s",
+        row["op"],
+        row["bytes"],
+        row["seconds"],
+        row["mb_s"],
+        row["seconds_durable"],
+        row["mb_s_durable"],
+        f"; flags: {row['flags']}" if row["flags"] else "",
+    )
     log.info("command: %s", record["command"])
 
 
@@ -235,8 +284,15 @@ def _row(cell: dict, op: str, result: dict) -> dict:
 
 def measurement_record(cell: dict, op: str, result: dict, state: dict, **extra) -> dict:
     row = _row(cell, op, result) | ({"fs_type": state["fs_type"]} if cell["target"] == "path" else {})
-    return {"row": row, "command": result["command"], "streams": result["streams"],
-            "cell": cell, "setup": state, "machine": provenance.machine(), **extra}  # fmt: skip
+    return {
+        "row": row,
+        "command": result["command"],
+        "streams": result["streams"],
+        "cell": cell,
+        "setup": state,
+        "machine": provenance.machine(),
+        **extra,
+    }
 
 
 def free_bytes(path) -> int:
@@ -277,8 +333,16 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
     identity = []
     for stream in job.streams:
         st = os.stat(stream.path)
-        identity.append({"path": stream.path, "offset": stream.offset, "st_dev": st.st_dev, "st_ino": st.st_ino,
-                         "size": st.st_size, "head_sha256": _head(stream)})  # fmt: skip
+        identity.append(
+            {
+                "path": stream.path,
+                "offset": stream.offset,
+                "st_dev": st.st_dev,
+                "st_ino": st.st_ino,
+                "size": st.st_size,
+                "head_sha256": _head(stream),
+            }
+        )
     return measurement_record(cell, "write", result, state, identity=identity)
 
 

@@ -51,8 +51,16 @@ def part_argv(hosts: list[str], args: list[str]) -> list[str]:
     me = [sys.executable, "-m", "fsbench", "part", *args]
     if os.environ.get("SLURM_JOB_ID"):
         n = len(hosts)
-        return ["srun", "--overlap", f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1",
-                f"--nodelist={','.join(hosts)}", "--kill-on-bad-exit=1", *me]  # fmt: skip
+        return [
+            "srun",
+            "--overlap",
+            f"--nodes={n}",
+            f"--ntasks={n}",
+            "--ntasks-per-node=1",
+            f"--nodelist={','.join(hosts)}",
+            "--kill-on-bad-exit=1",
+            *me,
+        ]
     if len(hosts) > 1:
         raise devices.DeviceError(
             f"the all-hosts cell of {', '.join(hosts)} needs Slurm to start a part on each: run it with "
