@@ -6,6 +6,7 @@ with the key, the value and what is allowed.
 
 import copy
 import difflib
+import functools
 import hashlib
 import itertools
 import json
@@ -50,7 +51,9 @@ def _fail(key: str, value, allowed: str) -> ConfigError:
     return ConfigError(f"config key '{key}': value {_show(value)} is not allowed; allowed: {allowed}")
 
 
+@functools.cache
 def load_schema() -> dict:
+    """config/schema.yaml, read once (callers must not change it)."""
     return yaml.safe_load(SCHEMA_PATH.read_text())
 
 
@@ -179,13 +182,14 @@ def _check_semantics(config: dict) -> None:
             raise _fail(f"arrays.{name}", array["kind"], _nothing_to_measure(array))
 
 
-REQUIRED = object()
-KIND_KEYS = {
-    "loop": {"members": 1, "size": "2GiB", "level": None, "chunk": "512KiB"},
-    "device": {"device": REQUIRED},
-    "mdadm": {"devices": REQUIRED, "level": REQUIRED, "chunk": "512KiB"},
-    "path": {"path": REQUIRED, "all_hosts": False},
-}
+REQUIRED = "required"  # in the schema's x-kinds: a key the campaign must give
+
+
+def kind_keys(kind: str) -> dict:
+    """The keys of an array of `kind` and their defaults, as the schema's x-kinds lists them."""
+    return load_schema()["$defs"]["array"]["x-kinds"][kind]
+
+
 MD_MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 # Filesystems that can span several devices themselves (mkfs over all members).
 SPANNING = {"btrfs"}
@@ -193,16 +197,16 @@ SPANNING = {"btrfs"}
 
 def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> None:
     kind, key = array["kind"], f"arrays.{name}"
-    keys = KIND_KEYS[kind]
+    keys = kind_keys(kind)
     for k, v in array.items():
         if k != "kind" and k not in keys:
             raise _fail(f"{key}.{k}", v, f"no '{k}' for kind {kind}; its keys are: kind, {', '.join(keys)}")
     for k, default in keys.items():
         if k not in array:
-            if default is REQUIRED:
+            if default == REQUIRED:
                 allowed = load_schema()["$defs"]["array"]["properties"][k]["description"]
                 raise ConfigError(f"config key '{key}' lacks '{k}', which kind {kind} requires; allowed: {allowed}")
-            array[k] = default
+            array[k] = copy.deepcopy(default)
     for k in ("size", "chunk"):
         if k in array:
             array[k] = _size(array[k], f"{key}.{k}")
