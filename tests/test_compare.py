@@ -138,6 +138,9 @@ def test_constant_samples_and_too_few_repeats():
 
 def test_which_comparisons_are_made():
     m = campaign({"raw": (1000.0, 1000.0), "ext4": (135.0, 900.0), "xfs": (1825.0, 950.0)}, (MiB, 4 * MiB))
+    # Sequential cells are judged by their rate alone: their IOPS only restates it.
+    assert "iops" not in set(comparisons(m)["metric"])
+    m["pattern"] = "rand"
     c = comparisons(m)
     assert list(c.columns) == COLUMNS
     assert {"a", "b", "ratio", "ci_low", "ci_high", "p_value", "verdict", "metric", "pattern", "block_size"} <= set(c)

@@ -174,7 +174,9 @@ def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
         fs = [r for _, r in same.iterrows() if r["target"] != "raw"]
         pairs = [(a, b) for b in raw for a in fs] + [(a, b) for i, a in enumerate(fs) for b in fs[i + 1 :]]
         for a, b in pairs:
-            for metric in metrics(a["op"], rows[a["_i"]], rows[b["_i"]]):
+            # IOPS is what random I/O is judged by; for sequential cells it only restates the rate.
+            iops = a["pattern"] != "seq"
+            for metric in metrics(a["op"], rows[a["_i"]], rows[b["_i"]], iops=iops):
                 row = {c: a[c] for c in [*place, "op", *TESTS]} | {"metric": metric, "vs": "target"}
                 out.append(row | compare(rows[a["_i"]], rows[b["_i"]], metric, str(a["target"]), str(b["target"])))
     # Block sizes, within a target and test: each against the next larger, by rate only (iops = rate / block size:
