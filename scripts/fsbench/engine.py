@@ -124,6 +124,20 @@ def _open(stream: Stream, job: Job, writing: bool) -> int:
     return os.open(stream.path, flags, 0o644)
 
 
+def _stream_result(stream: Stream, nbytes: int, start: float, end: float, end_durable: float, latency) -> dict:
+    """What one stream did, as aggregate() takes it: where, how much, when (epoch seconds), and each call's time."""
+    return {
+        "path": stream.path,
+        "offset": stream.offset,
+        "bytes": nbytes,
+        "start": start,
+        "end": end,
+        "end_durable": end_durable,
+        "ops": latency.count,
+        "latency": latency.as_record(),
+    }
+
+
 def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: threading.Barrier, done: list) -> dict:
     stream, bs = job.streams[index], job.block_size
     where = offsets(job, index)
@@ -148,16 +162,7 @@ def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: th
         end_durable = _clock()
     finally:
         os.close(fd)
-    return {
-        "path": stream.path,
-        "offset": stream.offset,
-        "bytes": done[index],
-        "start": start,
-        "end": end,
-        "end_durable": end_durable,
-        "ops": latency.count,
-        "latency": latency.as_record(),
-    }
+    return _stream_result(stream, done[index], start, end, end_durable, latency)
 
 
 def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list) -> dict:
@@ -188,16 +193,7 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list
         f.close()
         view.release()
         buf.close()
-    return {
-        "path": stream.path,
-        "offset": stream.offset,
-        "bytes": done[index],
-        "start": start,
-        "end": end,
-        "end_durable": end,
-        "ops": latency.count,
-        "latency": latency.as_record(),
-    }
+    return _stream_result(stream, done[index], start, end, end, latency)
 
 
 def _uring_stream(job: Job, index: int, writing: bool, blocks: list, start_line: threading.Barrier, done: list) -> dict:
@@ -258,17 +254,7 @@ def _uring_stream(job: Job, index: int, writing: bool, blocks: list, start_line:
         os.close(fd)
         if not writing:
             slots_buf.close()
-    return {
-        "path": stream.path,
-        "offset": stream.offset,
-        "bytes": done[index],
-        "start": start,
-        "end": end,
-        "end_durable": end_durable,
-        "ops": latency.count,
-        "latency": latency.as_record(),
-        "iodepth": depth,
-    }
+    return _stream_result(stream, done[index], start, end, end_durable, latency) | {"iodepth": depth}
 
 
 def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:
