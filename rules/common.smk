@@ -21,7 +21,7 @@ RESULTS = f"results/{NAME}"
 PLAN = Plan(CAMPAIGN)
 TARGETS = PLAN.targets
 HOSTS = campaign_config.hosts(CAMPAIGN)
-MIN_REPS, MAX_REPS, TARGET_CI = PLAN.min_reps, PLAN.max_reps, PLAN.target_ci
+MIN_REPS, MAX_REPS = PLAN.min_reps, PLAN.max_reps
 # A cell of the campaign (Cell.path), all its repeats; its steps' records are in runs/{CELL}/rep{rep}/.
 CELL = "{host}/{array}/{target}/{test}"
 
@@ -123,7 +123,7 @@ def cell_outputs(host=None, array=None):
     found = []
     for c in campaign_config.cells(CAMPAIGN):
         if host in (None, c.host) and array in (None, c.array):
-            if TARGET_CI is None:
+            if not PLAN.adaptive:
                 found += [record_file(op, c.rep, c.path) for op in ("write", "read")]
             elif c.rep == 1:
                 found.append(f"{RESULTS}/repeats/{c.path}/done.json")
@@ -222,9 +222,25 @@ def records_upto(cell, k):
     ]
 
 
+def reps_reached(cell, k):
+    """How many repeats an adaptive cell has by round k: it stops at its first decision that says no more."""
+    n = MIN_REPS
+    while n < k and read_json(checkpoints.decide.get(**cell, k=n).output[0])["more"]:
+        n += 1
+    return n
+
+
 def decision_records(wildcards):
-    """The records a decision after rep k weighs: reps 1..k of the cell."""
-    return records_upto(CELL.format(**dict(wildcards.items())), int(wildcards.k))
+    """The records a decision after rep k weighs: reps 1..k of the cell (own); with io.repeats decide, also
+    those of every cell it is compared with, as far as each got by then (others)."""
+    cell = {name: wildcards[name] for name in ("host", "array", "target", "test")}
+    k = int(wildcards.k)
+    others = []
+    if PLAN.repeats["decide"]:
+        for target, test in PLAN.partners(**cell):
+            partner = cell | {"target": target, "test": test}
+            others += records_upto(CELL.format(**partner), reps_reached(partner, k))
+    return {"own": records_upto(CELL.format(**cell), k), "others": others}
 
 
 def adaptive_records(wildcards):

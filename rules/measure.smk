@@ -50,8 +50,9 @@ rule read:
         "../scripts/read.py"
 
 
-# Adaptive repeats (io.repeats: {min, max, target_ci}): after rep k of a cell, decide whether it needs
-# rep k+1. A checkpoint, so that the DAG grows by one repeat where (and only where) one is needed.
+# Adaptive repeats (io.repeats: {min, max, target_ci, decide}): after rep k of a cell, decide whether it
+# needs rep k+1 (with decide, weighing the cells it is compared with as far as they got). A checkpoint, so
+# that the DAG grows by one repeat where (and only where) one is needed.
 localrules:
     decide,
     repeats_done,
@@ -59,7 +60,7 @@ localrules:
 
 checkpoint decide:
     input:
-        decision_records,
+        unpack(decision_records),
     output:
         f"{RESULTS}/repeats/{CELL}/after{{k}}.json",
     log:
@@ -68,7 +69,7 @@ checkpoint decide:
     conda:
         "../envs/fsbench.yaml"
     params:
-        plan={"min": MIN_REPS, "max": MAX_REPS, "target_ci": TARGET_CI},
+        plan=PLAN.repeats,
     script:
         "../scripts/decide.py"
 

@@ -12,9 +12,18 @@ import pytest
 from scipy import stats as reference
 
 from fsbench.__main__ import main
-from fsbench.compare import COLUMNS, compare_runs, comparisons, flatten, provenance_diff, welch_log
+from fsbench.compare import (
+    COLUMNS,
+    compare_runs,
+    comparisons,
+    could_decide,
+    flatten,
+    provenance_diff,
+    questions,
+    welch_log,
+)
 from fsbench.records import COLUMNS as MEASUREMENT_COLUMNS
-from fsbench.stats import summarize, summary_html, summary_markdown
+from fsbench.stats import repeat_decision, summarize, summary_html, summary_markdown
 
 from conftest import REPO
 
@@ -328,3 +337,60 @@ def test_flatten_and_diff_provenance():
     del new["host"]["tools"]
     changes, _ = provenance_diff(provenance(), new)
     assert changes == [("host.kernel", "6.1.0", "6.12.0"), ("host.tools.mkfs.ext4", "mke2fs 1.47.0", "(none)")]
+
+
+# Repeats that stop when the question is answered (io.repeats decide) -----------------------------------------------
+
+
+def test_could_decide_projects_the_test_to_more_repeats():
+    a, b = [100.0, 104.0, 97.0], [108.0, 103.0, 111.0]  # about 7 % apart, a few % spread: open at n=3
+    assert welch_log(a, b)["p_value"] > 0.05
+    assert could_decide(a, b, 10, 10) and not could_decide(a, b, 3, 3)
+    # Where the spread swamps the difference, no number of repeats within reach decides it.
+    assert not could_decide([100.0, 150.0, 70.0], [101.0, 140.0, 75.0], 20, 20)
+    # A partner that stopped keeps its repeats: less to gain.
+    assert could_decide(a, b, 30, 30) and not could_decide(a, b, 30, 3)
+    assert could_decide([5.0, 5.0], [6.0, 6.0], 2, 2) and not could_decide([5.0, 5.0], [5.0, 5.0], 99, 99)
+    assert could_decide([5.0], [6.0, 6.1], 3, 3) and not could_decide([0.0, 1.0], [1.0, 2.0], 9, 9)
+
+
+def cell_rows(target, writes, reads, block_size=MiB):
+    return [row(target, "write", w, rep=i + 1, block_size=block_size) for i, w in enumerate(writes)] + [
+        row(target, "read", r, rep=i + 1, block_size=block_size) for i, r in enumerate(reads)
+    ]
+
+
+def test_a_cell_repeats_while_a_comparison_it_is_part_of_is_open():
+    plan = {"min": 3, "max": 10, "target_ci": None, "decide": True}
+    ext4 = cell_rows("ext4", [100.0, 104.0, 97.0], [500.0, 505.0, 498.0])
+    xfs = cell_rows("xfs", [108.0, 103.0, 111.0], [100.0, 101.0, 99.0])
+    asked = questions(frame(ext4), frame(xfs), plan["max"])
+    assert [(q["a"], q["b"], q["op"], q["metric"], q["verdict"], q["open"]) for q in asked] == [
+        ("ext4", "xfs", "write", "mb_s_durable", "no clear difference", True),
+        ("ext4", "xfs", "read", "mb_s", "faster", False),
+    ]
+    d = repeat_decision(ext4, plan, asked)
+    assert d["more"] and d["stopped"] == "more" and "ext4 vs xfs durable write: no clear difference" in d["reason"]
+    # Once xfs has stopped (fewer repeats than ext4), ext4 alone cannot decide it: it stops, and says which.
+    ext4_more = cell_rows("ext4", [100.0, 104.0, 97.0, 99.0], [500.0, 505.0, 498.0, 501.0])
+    d = repeat_decision(ext4_more, plan, questions(frame(ext4_more), frame(xfs), plan["max"]))
+    assert not d["more"] and d["stopped"] == "undecidable" and "ext4 vs xfs durable write" in d["reason"]
+    # Both answered: decided, with the verdicts; at max with one open: max, naming it.
+    xfs_slow = cell_rows("xfs", [50.0, 51.0, 49.0], [100.0, 101.0, 99.0])
+    d = repeat_decision(ext4, plan, questions(frame(ext4), frame(xfs_slow), plan["max"]))
+    assert d["stopped"] == "decided" and "ext4 vs xfs durable write: faster" in d["reason"] and not d["more"]
+    d = repeat_decision(ext4, plan | {"max": 3}, asked)
+    assert d["stopped"] == "max" and "still ext4 vs xfs durable write" in d["reason"]
+    # With a target_ci too, both must be met.
+    d = repeat_decision(ext4, plan | {"target_ci": 0.001}, questions(frame(ext4), frame(xfs_slow), 10))
+    assert d["more"] and "widest 95% CI" in d["reason"]
+
+
+def test_block_size_neighbours_are_compared_by_rate_and_named_by_size():
+    small = cell_rows("ext4", [100.0, 101.0, 99.0], [200.0, 201.0, 199.0])
+    large = cell_rows("ext4", [300.0, 301.0, 299.0], [200.0, 202.0, 198.0], block_size=4 * MiB)
+    asked = questions(frame(small), frame(large), 6)
+    assert [(q["a"], q["b"], q["metric"], q["verdict"]) for q in asked] == [
+        ("1MiB", "4MiB", "mb_s_durable", "slower"),
+        ("1MiB", "4MiB", "mb_s", "no clear difference"),
+    ]

@@ -60,9 +60,12 @@ def test_default_config_file_is_valid():
 
 def test_adaptive_repeats_plan_the_minimum_and_hosts_multiply_cells():
     c = validate(GOOD | {"io": GOOD["io"] | {"repeats": {"min": 3, "max": 10, "target_ci": 0.05}}})
-    assert repeat_plan(c["io"]) == (3, 10, 0.05)
+    assert repeat_plan(c["io"]) == {"min": 3, "max": 10, "target_ci": 0.05, "decide": False}
     assert {x.rep for x in cells(c)} == {1, 2, 3}
-    assert repeat_plan(validate(GOOD)["io"]) == (2, 2, None)
+    # decide: true needs no target_ci (the comparisons decide); one of the two is needed.
+    decide = validate(GOOD | {"io": GOOD["io"] | {"repeats": {"min": 2, "max": 6, "decide": True}}})
+    assert repeat_plan(decide["io"]) == {"min": 2, "max": 6, "target_ci": None, "decide": True}
+    assert repeat_plan(validate(GOOD)["io"]) == {"min": 2, "max": 2, "target_ci": None, "decide": False}
     two = validate(GOOD | {"hosts": ["n1", "n2"]})
     assert [x.host for x in cells(two)] == ["n1"] * (len(list(cells(two))) // 2) + ["n2"] * (len(list(cells(two))) // 2)
     assert {x.host for x in cells(validate(GOOD))} == {"local"}
@@ -117,7 +120,9 @@ CASES = [
     ("io.repeats", 0, "'io.repeats': value 0"),
     ("io.repeats", -2, "'io.repeats': value -2"),
     ("io.repeats", "3", "'io.repeats': value '3'"),
-    ("io.repeats", {"min": 3, "max": 10}, "or adaptive: {min: 3, max: 10, target_ci: 0.05}"),
+    ("io.repeats", {"min": 3, "max": 10}, "or adaptive: {min: 3, max: 10, target_ci: 0.05} and/or decide: true"),
+    ("io.repeats", {"min": 3, "max": 10, "decide": False}, "'io.repeats': value {\"min\": 3"),
+    ("io.repeats", {"min": 3, "max": 10, "decide": "yes"}, "'io.repeats': value"),
     ("io.repeats", {"min": 1, "max": 10, "target_ci": 0.05}, "'io.repeats': value {\"min\": 1"),
     ("io.repeats", {"min": 3, "max": 10, "target_ci": 0}, "'io.repeats': value"),
     ("io.repeats", {"min": 3, "max": 10, "target_ci": 0.05, "step": 2}, "'io.repeats': value"),

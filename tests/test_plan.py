@@ -165,3 +165,20 @@ def _runs(items, key):
         else:
             runs.append((key(item), [item]))
     return runs
+
+
+def test_a_cell_is_compared_with_every_other_target_and_its_neighbouring_block_sizes():
+    plan = Plan(campaign(raw=False, io={"size": "64MiB", "block_sizes": ["64KiB", "4MiB", "1MiB"], "repeats": 2}))
+    middle = Cell("local", "a", "ext4", "seq", MiB, False, 1, 1).test
+    assert plan.partners("local", "a", "ext4", middle) == [
+        ("xfs", middle),
+        ("ext4", "seq-64KiB-buffered-1s"),
+        ("ext4", "seq-4MiB-buffered-1s"),
+    ]
+    # The smallest size has one neighbour; raw is compared with every filesystem.
+    with_raw = Plan(campaign(raw=True, io={"size": "64MiB", "block_sizes": ["64KiB", "1MiB"], "repeats": 2}))
+    assert with_raw.partners("local", "a", "raw", "seq-64KiB-buffered-1s") == [
+        ("ext4", "seq-64KiB-buffered-1s"),
+        ("xfs", "seq-64KiB-buffered-1s"),
+        ("raw", "seq-1MiB-buffered-1s"),
+    ]

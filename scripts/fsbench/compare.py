@@ -146,6 +146,47 @@ def metrics(op, a: pd.DataFrame, b: pd.DataFrame, iops: bool = True) -> list[str
     return out
 
 
+def could_decide(a, b, n_a: int, n_b: int) -> bool:
+    """Would the test above call a difference between a and b with n_a and n_b repeats, were their geometric means
+    and spreads what they are now? Too few repeats to tell: yes, where n_a and n_b give the test at all."""
+    a, b = _clean(a), _clean(b)
+    if min(len(a), len(b)) < 2:
+        return min(n_a, n_b) >= 2
+    if not ((a > 0).all() and (b > 0).all()):
+        return False
+    la, lb = np.log(a), np.log(b)
+    va = 0.0 if np.ptp(a) == 0 else la.var(ddof=1) / n_a
+    vb = 0.0 if np.ptp(b) == 0 else lb.var(ddof=1) / n_b
+    d, se = la.mean() - lb.mean(), np.sqrt(va + vb)
+    if se == 0:
+        return bool(d != 0)
+    df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1))
+    return bool(abs(d) > student_t.ppf(1 - ALPHA / 2, df) * se)
+
+
+def questions(own: pd.DataFrame, others: pd.DataFrame, max_reps: int) -> list[dict]:
+    """The comparisons a cell is part of (as comparisons() makes them, the cell as a), each with `open`: undecided,
+    and decidable within max_reps repeats if the figures stay as they are. `own`: the cell's rows (write and read
+    of each repeat so far); `others`: the rows of the cells it is compared with, each as far as it got: a cell
+    that has fewer repeats than this one stopped, and keeps what it has."""
+    if own.empty or others.empty:
+        return []
+    cell = own.iloc[0]
+    k = own["rep"].nunique()
+    out = []
+    for (target, size), theirs in others.groupby(["target", "block_size"], sort=False):
+        by_size = target == cell["target"]
+        names = [format_size(int(cell["block_size"])), format_size(int(size))] if by_size else [cell["target"], target]
+        n_theirs = max_reps if theirs["rep"].nunique() >= k else theirs["rep"].nunique()
+        for op in ("write", "read"):
+            a, b = own[own["op"] == op], theirs[theirs["op"] == op]
+            for metric in metrics(op, a, b, iops=not by_size and cell["pattern"] != "seq"):
+                row = compare(a, b, metric, *map(str, names)) | {"op": op, "metric": metric}
+                undecided = row["verdict"] == UNDECIDED
+                out.append(row | {"open": undecided and could_decide(a[metric], b[metric], max_reps, n_theirs)})
+    return out
+
+
 def with_tests(measurements: pd.DataFrame) -> pd.DataFrame:
     """`measurements` with every test column (MORE_TEST empty where it has none)."""
     return measurements.assign(**{c: np.nan for c in MORE_TEST if c not in measurements})

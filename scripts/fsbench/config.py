@@ -152,6 +152,8 @@ def _check_semantics(config: dict) -> None:
                 allowed = f"a multiple of {DIRECT_ALIGN} bytes with O_DIRECT"
                 raise _fail(f"io.block_sizes[{i}]", format_size(bs), allowed)
     repeats = io["repeats"]
+    if isinstance(repeats, dict) and "target_ci" not in repeats and not repeats["decide"]:
+        raise _fail("io.repeats", repeats, load_schema()["properties"]["io"]["properties"]["repeats"]["description"])
     if isinstance(repeats, dict) and repeats["max"] < repeats["min"]:
         raise _fail("io.repeats.max", repeats["max"], f"at least io.repeats.min ({repeats['min']})")
     if not config["raw"] and not config["filesystems"]:
@@ -267,10 +269,13 @@ def hosts(config: dict) -> list[str]:
     return config["hosts"] or [LOCAL]
 
 
-def repeat_plan(io: dict) -> tuple[int, int, float | None]:
-    """(min, max, target_ci): every cell gets min repeats, adaptive ones up to max; fixed: (n, n, None)."""
+def repeat_plan(io: dict) -> dict:
+    """{min, max, target_ci, decide}: every cell gets min repeats, adaptive ones up to max while their CI is wider
+    than target_ci (None: not asked) or, with decide, while a comparison they are part of is open."""
     r = io["repeats"]
-    return (r["min"], r["max"], r["target_ci"]) if isinstance(r, dict) else (r, r, None)
+    if isinstance(r, dict):
+        return {"min": r["min"], "max": r["max"], "target_ci": r.get("target_ci"), "decide": r["decide"]}
+    return {"min": r, "max": r, "target_ci": None, "decide": False}
 
 
 # How a cell's test is spelled in its path, e.g. seq-1MiB-buffered-1s, rand-4KiB-direct-1s-qd32 (the queue
@@ -354,7 +359,7 @@ def cells(config: dict):
     where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
     tests = list(itertools.product(io["block_sizes"], io["patterns"], io["direct"], io["streams"], io["iodepth"]))
     for host, array, target in where:
-        for rep in range(1, repeat_plan(io)[0] + 1):
+        for rep in range(1, repeat_plan(io)["min"] + 1):
             for bs, pattern, direct, streams, iodepth in tests:
                 yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth)
 

@@ -8,9 +8,10 @@ because Snakemake calls it once per job when it plans a campaign of thousands of
 import functools
 import itertools
 import re
+from dataclasses import replace
 from pathlib import Path
 
-from .config import ALL_HOSTS, LOCAL, TEST_PATTERN, Cell, all_targets, fingerprint, hosts, repeat_plan
+from .config import ALL_HOSTS, LOCAL, TEST_PATTERN, Cell, all_targets, fingerprint, hosts, repeat_plan, targets
 from .hosts import array_dir
 
 # A cell's device steps leave a state file each (temp in Snakemake: gone once the next step has run). The
@@ -52,7 +53,9 @@ class Plan:
         self.io = campaign["io"]
         self.targets = all_targets(campaign)
         self.hosts = hosts(campaign) + [ALL_HOSTS]
-        self.min_reps, self.max_reps, self.target_ci = repeat_plan(self.io)
+        self.repeats = repeat_plan(self.io)
+        self.min_reps, self.max_reps = self.repeats["min"], self.repeats["max"]
+        self.adaptive = isinstance(self.io["repeats"], dict)
         io = self.io
         tests = itertools.product(io["block_sizes"], io["patterns"], io["direct"], io["streams"], io["iodepth"])
         self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q).test for bs, p, d, s, q in tests]
@@ -98,6 +101,18 @@ class Plan:
         keep = ("campaign", "host", "array", "target", "fs_type", "test", "rep", "array_spec", "fs", "workdir")
         full = self.cell_spec(host, array, target, test, rep)
         return {k: full[k] for k in keep}
+
+    @functools.cache  # noqa: B019
+    def partners(self, host: str, array: str, target: str, test: str) -> list[tuple[str, str]]:
+        """The (target, test) of every cell a cell is compared with (fsbench.compare.comparisons): each other target
+        on its array with the same test, and its own target at the next smaller and the next larger block size."""
+        cell = Cell.from_wildcards(host, array, target, test, 1)
+        found = [(t, test) for t in targets(self.campaign, array) if t != target]
+        sizes = sorted(set(self.io["block_sizes"]))
+        i = sizes.index(cell.block_size)
+        return found + [
+            (target, replace(cell, block_size=bs).test) for bs in sizes[max(i - 1, 0) : i] + sizes[i + 1 : i + 2]
+        ]
 
     @functools.cached_property
     def _order(self) -> dict:
