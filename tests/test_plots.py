@@ -4,6 +4,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from fsbench import plots
+from fsbench.compare import comparisons
 from fsbench.plots import _beside_baselines, _efficiency, _throughput, plot_campaign
 from fsbench.records import COLUMNS
 from fsbench.stats import summarize, summarize_baselines
@@ -205,7 +206,9 @@ def noisy(reps=2, hosts=("h",)):
     frames = []
     for i, host in enumerate(hosts):
         m = measurements(arrays=("demo",), targets=TODAY, reps=reps).assign(host=host)
-        m["mb_s"] *= np.random.default_rng(7 + i).uniform(0.5, 1.5, len(m))
+        noise = np.random.default_rng(7 + i).uniform(0.5, 1.5, len(m))
+        m["mb_s"] *= noise
+        m["mb_s_durable"] *= noise
         frames.append(m)
     return pd.concat(frames, ignore_index=True)
 
@@ -221,6 +224,7 @@ def marks(ax, marker):
 
 def test_throughput_axis_follows_bars_and_dots_and_cuts_far_whiskers_visibly():
     m = noisy()
+    m = plots.durable_view(m)  # the plot shows writes by their durable rate
     s = summarize(m)
     assert s["ci95_high"].max() > 3 * s["mean"].max()  # the reviewer's case: whiskers far above every bar
     fig = _throughput(m, s)
@@ -246,6 +250,7 @@ def test_throughput_axis_follows_bars_and_dots_and_cuts_far_whiskers_visibly():
 
 def test_throughput_keeps_whiskers_that_reach_little_further():
     m = measurements(arrays=("demo",), targets=TODAY, reps=3)  # 2% noise: short whiskers
+    m = plots.durable_view(m)  # the plot shows writes by their durable rate
     s = summarize(m)
     fig = _throughput(m, s)
     assert fig.axes[0].get_ylim()[1] >= s["ci95_high"].max()
@@ -256,6 +261,7 @@ def test_throughput_keeps_whiskers_that_reach_little_further():
 @pytest.mark.parametrize("block_sizes", [(MiB, 4 * MiB), (MiB, 4 * MiB, 16 * MiB, 64 * MiB)])
 def test_throughput_value_labels_collide_with_nothing(block_sizes):
     m = noisy() if len(block_sizes) == 2 else measurements(arrays=("d",), targets=TODAY, block_sizes=block_sizes)
+    m = plots.durable_view(m)  # the plot shows writes by their durable rate
     s = summarize(m)
     fig = _throughput(m, s)
     renderer = drawn(fig)
@@ -272,23 +278,33 @@ def test_throughput_value_labels_collide_with_nothing(block_sizes):
         assert max(n.y1 for n in names) <= min(e.y0 for e in extents)
         # The ends of cut whiskers, written above the axis, stay clear of the title.
         title = ax.title.get_window_extent(renderer)
-        ends = [t.get_window_extent(renderer) for t in ax.texts if t not in values]
+        ends = [t.get_window_extent(renderer) for t in ax.texts if t not in values and "×" not in t.get_text()]
         assert all(e.y0 >= box.y1 and not e.overlaps(title) for e in ends)
+        # Each filesystem's share of raw sits above its bar, clear of the others and of the cut whiskers' ends.
+        shares = [t.get_window_extent(renderer) for t in ax.texts if "×" in t.get_text()]
+        assert shares and not any(a.overlaps(b) for i, a in enumerate(shares) for b in shares[i + 1 :] + ends)
 
 
 def test_several_hosts_get_their_own_panels_and_dots():
     m = noisy(hosts=("node1", "node2"))
+    m = plots.durable_view(m)  # the plot shows writes by their durable rate
     s = summarize(m)
     fig = _throughput(m, s)
     titles = [ax.get_title() for ax in fig.axes]
-    assert titles == ["node1 / demo — write", "node1 / demo — read", "node2 / demo — write", "node2 / demo — read"]
+    assert titles == [
+        "node1 / demo — durable write",
+        "node1 / demo — read",
+        "node2 / demo — durable write",
+        "node2 / demo — read",
+    ]
     for ax, (host, op) in zip(fig.axes, [(h, o) for h in ("node1", "node2") for o in ("write", "read")], strict=True):
         dots = np.concatenate([c.get_offsets()[:, 1] for c in ax.collections])
         mine = m[(m["host"] == host) & (m["op"] == op)]["mb_s"]
         assert sorted(np.round(dots, 6)) == sorted(np.round(mine, 6))  # that host's repetitions, no other's
     assert [ax.get_title() for ax in _efficiency(s).axes][:2] == ["node1 / demo — write", "node1 / demo — read"]
     # One host: titles as before, no host in them.
-    assert [ax.get_title() for ax in _throughput(noisy(), summarize(noisy())).axes] == ["demo — write", "demo — read"]
+    titles = [ax.get_title() for ax in _throughput(noisy(), summarize(noisy())).axes]
+    assert titles == ["demo — durable write", "demo — read"]
     # Beside baselines: each host of the campaign its own colour.
     fig = _beside_baselines(s, summarize_baselines(seed_baseline()))
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
@@ -325,3 +341,34 @@ def test_iops_and_latency_plots_tell_hosts_and_arrays_apart(tmp_path):
             if make is plots._latency:
                 assert labels == {"n1 path", "n2 path", "all path", "n1@all path"}
             fig.savefig(tmp_path / "x.png")
+
+
+def test_throughput_leads_with_durable_writes_and_each_filesystems_verdict_against_raw():
+    """Issue 14: the first plot answers: writes by their durable rate (the buffered rate stays in the durable plot),
+    each filesystem's share of raw coloured by the verdict of comparisons.csv."""
+    m = measurements()  # the seed: raw 312/419, ext3 137/320, xfs 269/410 MB/s; durable = 0.85 × buffered
+    m.loc[(m["target"] == "xfs") & (m["op"] == "read"), "mb_s"] = [410 * f for f in (0.8, 1.3, 1.0) * 2]
+    fig = _throughput(m, summarize(m))
+    write, read = fig.axes[0], fig.axes[1]
+    assert write.get_title() == "seed — durable write" and read.get_title() == "seed — read"
+    durable = m[m["op"] == "write"].groupby(["target", "block_size"], sort=False)["mb_s_durable"].mean()
+    heights = sorted(round(p.get_height(), 6) for p in write.patches)
+    assert heights == sorted(round(v, 6) for v in durable)
+    colours = plots.VERDICT_COLOURS
+    said = {
+        (ax.get_title(), t.get_text(), t.get_color()) for ax in (write, read) for t in ax.texts if "×" in t.get_text()
+    }
+    # ext3 writes at 0.44 of raw, clearly slower (twice: one per block size); xfs reads scatter around raw.
+    found = comparisons(m).query("vs == 'target' and b == 'raw' and block_size == @MiB")
+    ext3 = found.query("a == 'ext3' and metric == 'mb_s_durable'").iloc[0]
+    xfs = found.query("a == 'xfs' and op == 'read'").iloc[0]
+    assert ext3["verdict"] == "slower" and ext3["ratio"] == pytest.approx(137 / 312, rel=0.05)
+    assert ("seed — durable write", f"{ext3['ratio']:.2f}×", colours["slower"]) in said
+    assert xfs["verdict"] == "no clear difference" and xfs["ratio"] == pytest.approx(410 / 419, rel=0.05)
+    assert ("seed — read", f"{xfs['ratio']:.2f}×", colours["no clear difference"]) in said
+    assert sum("×" in t.get_text() for ax in (write, read) for t in ax.texts) == 2 * 2 * 2  # 2 fs, 2 sizes, 2 ops
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "0.5× = share of raw, clearly slower" in legend
+    # No raw, no verdicts against it.
+    no_raw = m[m["target"] != "raw"]
+    assert not any("×" in t.get_text() for ax in _throughput(no_raw, summarize(no_raw)).axes for t in ax.texts)

@@ -20,13 +20,16 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
+from .compare import comparisons  # noqa: E402
 from .sizes import format_size  # noqa: E402
 from .stats import (  # noqa: E402
     TEST,
+    UNDECIDED,
     baseline_parts,
     places,
     several,
     sort_rows,
+    summarize,
     summarize_baselines,
     test_label,
     varying,
@@ -193,7 +196,39 @@ def _value_below(ax, x, text, size, rotate) -> None:
     )
 
 
+# A filesystem's share of raw, coloured by the verdict of comparisons.csv.
+VERDICT_COLOURS = {"slower": "#b2182b", "faster": "#2166ac", UNDECIDED: "#777777"}
+
+
+def durable_view(measurements: pd.DataFrame) -> pd.DataFrame:
+    """The rows as the throughput plot shows them: a write by its durable rate (flush included), where it has one."""
+    if measurements.empty or "mb_s_durable" not in measurements:
+        return measurements
+    writes = (measurements["op"] == "write") & measurements["mb_s_durable"].notna()
+    return measurements.assign(mb_s=measurements["mb_s"].where(~writes, measurements["mb_s_durable"]))
+
+
+def _verdicts_vs_raw(measurements: pd.DataFrame, vary) -> dict:
+    """(campaign, host, array, target, op, hue) -> (ratio to raw, verdict), from the comparisons of comparisons.csv."""
+    if measurements.empty or "raw" not in set(measurements["target"]):
+        return {}
+    found = comparisons(measurements)
+    found = found[(found["vs"] == "target") & (found["b"] == "raw") & (found["metric"] != "iops")]
+    return {
+        (str(r["campaign"]), str(r["host"]), str(r["array"]), str(r["a"]), r["op"], test_label(r, vary)): (
+            r["ratio"],
+            r["verdict"],
+        )
+        for _, r in found.iterrows()
+    }
+
+
 def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
+    """Durable writes and reads by target and block size, each filesystem's share of raw coloured by its verdict."""
+    if len(measurements):
+        measurements = durable_view(measurements)
+        summary = summarize(measurements)
+    verdicts = _verdicts_vs_raw(measurements, varying(summary)) if len(measurements) else {}
     labels, colours = _hues(summary)
     vary = varying(summary)
     summary = _with_hue(summary, vary)
@@ -235,11 +270,29 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
                 ax.scatter(xs, ys, s=22, color="black", edgecolor="white", linewidth=0.6, zorder=3, clip_on=False)
                 if n_bars <= MAX_LABELLED_BARS and pd.notna(c["mean"]):
                     _value_below(ax, x, f"{c['mean']:.0f}", size, rotate)
+                where = (str(c["campaign"]), str(c["host"]), str(c["array"]), str(c["target"]), op, c["hue"])
+                if where in verdicts and n_bars <= MAX_LABELLED_BARS:
+                    ratio, said = verdicts[where]
+                    # Above the bar and its dots (over its whisker, on white): clear of the cut whiskers' ends.
+                    ax.annotate(
+                        f"{ratio:.2f}×",
+                        xy=(x, max([c["mean"], *ys])),
+                        xytext=(0, 3),
+                        textcoords="offset points",
+                        ha="center",
+                        va="bottom",
+                        rotation=90 if rotate else 0,
+                        fontsize=size - 1,
+                        fontweight="bold" if said != UNDECIDED else "normal",
+                        color=VERDICT_COLOURS[said],
+                        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
+                        zorder=5,
+                    )
             ax.set_xticks(range(len(targets)), targets)
             # The target names below the row of values.
             ax.tick_params(axis="x", pad=10 + (digits * 0.62 * size if rotate else 1.25 * size))
             ax.set_xlim(-0.6, len(targets) - 0.4)
-            ax.set_title(f"{name} — {op}", pad=18 if cut else 6)
+            ax.set_title(f"{name} — {'durable write' if op == 'write' else op}", pad=18 if cut else 6)
             ax.set_ylabel("MB/s" if op == "write" else "")
             ax.set_xlabel("")
             if cells.empty:
@@ -248,7 +301,7 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
     moved = _bytes(measurements["bytes"]) if len(measurements) else "?"
     engines = ", ".join(map(str, pd.unique(measurements["engine"].dropna()))) if len(measurements) else "?"
     fig.suptitle(
-        f"Throughput: {moved} per measurement, engine {engines} · {MBS}\n"
+        f"Durable writes (flush included) and cold reads: {moved} per measurement, engine {engines} · {MBS}\n"
         + (
             "bar = mean (value below it), whisker = 95% CI (geometric mean, log scale), dot = each repetition"
             if several
@@ -297,6 +350,12 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
                 label="CI goes on past the axis (▲ end written above)",
             )
         )
+    if verdicts:
+        marks += [
+            Patch(color=VERDICT_COLOURS["slower"], label="0.5× = share of raw, clearly slower"),
+            Patch(color=VERDICT_COLOURS["faster"], label="share of raw, clearly faster"),
+            Patch(color=VERDICT_COLOURS[UNDECIDED], label="share of raw, no clear difference (comparisons.csv)"),
+        ]
     _legend(fig, labels, colours, None, marks, prefix=_hue_title(summary) + " ")
     return fig
 
