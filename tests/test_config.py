@@ -211,6 +211,19 @@ def test_a_queue_depth_above_1_needs_io_uring_and_not_dd(monkeypatch):
     assert validate(with_("io", GOOD["io"] | {"iodepth": [1]}))["io"]["iodepth"] == [1]  # depth 1 asks nothing
 
 
+def test_shared_file_is_an_axis_and_needs_an_engine_that_interleaves():
+    found = list(cells(validate(with_("io", GOOD["io"] | {"shared_file": [False, True]}))))
+    assert {x.test for x in found if x.shared_file} == {"seq-1MiB-buffered-1s-shared", "seq-4MiB-buffered-1s-shared"}
+    assert len(found) == 2 * len([x for x in found if x.shared_file])
+    with pytest.raises(ConfigError, match=r"'io.shared_file': value \[true\].*\[false\] with io.engine dd"):
+        validate(with_("io", GOOD["io"] | {"engine": "dd", "shared_file": [True]}))
+    with pytest.raises(ConfigError, match=r"'io.shared_file': value \[false, true\].*only sequentially"):
+        validate(with_("io", GOOD["io"] | {"engine": "fio", "patterns": ["seq", "rand"], "shared_file": [False, True]}))
+    assert validate(with_("io", GOOD["io"] | {"engine": "fio", "shared_file": [True]}))["io"]["shared_file"] == [True]
+    with pytest.raises(ConfigError, match=r"'io.shared_file\[0\]': value 'yes'"):
+        validate(with_("io", GOOD["io"] | {"shared_file": ["yes"]}))
+
+
 def test_direct_needs_aligned_block_sizes():
     with pytest.raises(ConfigError, match=r"'io.block_sizes\[0\]': value '1000B'.*multiple of 4096"):
         validate(with_("io", GOOD["io"] | {"size": 1000 * 4096, "block_sizes": [1000], "direct": [False, True]}))

@@ -245,3 +245,26 @@ def test_child_bytes_reads_what_children_moved_from_proc():
         finish(kids[2])
         assert 5 * MiB < moved() <= 5 * MiB + 3
         assert engine.ChildBytes("read").field == b"rchar:"
+
+
+def shared(tmp_path, n=4, **kw) -> Job:
+    path = str(tmp_path / "shared")
+    return Job(tuple(Stream(path, 0, False, i) for i in range(n)), 16 * 4096, 4096, slots=n, **kw)
+
+
+@pytest.mark.parametrize("iodepth", [1, 8])
+@pytest.mark.parametrize("pattern", ["seq", "rand"])
+def test_streams_sharing_a_file_move_disjoint_interleaved_blocks_of_it(tmp_path, pattern, iodepth):
+    job = shared(tmp_path, pattern=pattern, iodepth=iodepth, seed=3)
+    mine = [engine.offsets(job, i) for i in range(4)]
+    # Stream s has blocks s, s+4, s+8, ...: together every block of the file once.
+    assert all(sorted(o) == [(4 * k + i) * 4096 for k in range(16)] for i, o in enumerate(mine))
+    assert sorted(sum(mine, [])) == [k * 4096 for k in range(64)]
+    w = engine.write(job)
+    blob = open(job.streams[0].path, "rb").read()
+    # No stream truncated another's blocks, none left a hole, and streams wrote different data.
+    assert w["bytes"] == len(blob) == 64 * 4096 and blob.count(bytes(4096)) == 0
+    assert len({blob[i * 4096 : (i + 1) * 4096] for i in range(4)}) == 4
+    assert "shared: stream s moves blocks s, s+4, s+8" in w["command"] and w["command"].count("shared") == 2
+    r = engine.read(job)
+    assert r["bytes"] == 64 * 4096 and r["ops"] == 64 and len(r["streams"]) == 4

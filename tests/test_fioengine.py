@@ -174,3 +174,23 @@ def test_fio_failure_carries_fios_message(tmp_path):
     (tmp_path / "plain").write_bytes(b"x")
     with pytest.raises(ToolError, match="Not a directory"):
         fioengine.write(file_job([tmp_path / "plain" / "f"], size=MiB))
+
+
+def test_streams_sharing_a_file_write_and_read_interleaved_blocks_with_fio(tmp_path):
+    path = str(tmp_path / "shared")
+    job = Job(tuple(Stream(path, 0, False, i) for i in range(3)), 8 * 4096, 4096, slots=3)
+    ini = sections(fioengine.job_file(job, "write"))
+    # After each block the other two streams' are skipped; each stream's region starts at its first block.
+    assert ini["global"]["rw"] == "write:8192"
+    assert [(ini[f"stream{i}"]["offset"], ini[f"stream{i}"]["size"]) for i in range(3)] == [
+        ("0", str(24 * 4096)),
+        ("4096", str(23 * 4096)),
+        ("8192", str(22 * 4096)),
+    ]
+    assert {ini[f"stream{i}"]["io_size"] for i in range(3)} == {str(8 * 4096)}
+    w = fioengine.write(job)
+    blob = open(path, "rb").read()
+    assert w["bytes"] == len(blob) == 24 * 4096 and blob.count(bytes(4096)) == 0
+    assert fioengine.read(job)["bytes"] == 24 * 4096
+    with pytest.raises(ValueError, match="only sequentially"):
+        fioengine.job_file(Job(job.streams, 8 * 4096, 4096, pattern="rand", slots=3), "write")

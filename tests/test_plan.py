@@ -37,6 +37,15 @@ def test_a_cell_path_reads_back_as_the_same_cell_and_matches_the_wildcards():
         assert re.fullmatch(WILDCARDS["array"], array)
 
 
+def test_a_shared_file_cell_says_so_in_its_path():
+    shared = Cell("local", "a", "xfs", "seq", MiB, True, 4, 1, 32, True)
+    assert shared.test == "seq-1MiB-direct-4s-qd32-shared"
+    assert Cell.from_wildcards("local", "a", "xfs", shared.test, 1) == shared
+    plan = Plan(campaign(io={"size": "64MiB", "block_sizes": ["1MiB"], "streams": [4], "shared_file": [False, True]}))
+    assert plan.tests == ["seq-1MiB-buffered-4s", "seq-1MiB-buffered-4s-shared"]
+    assert plan.cell_spec("local", "a", "xfs", "seq-1MiB-buffered-4s-shared", "1")["shared_file"] is True
+
+
 def test_a_test_that_is_not_one_is_refused():
     with pytest.raises(ValueError, match="not a test: 'seq-1MiB-sideways-1s'"):
         Cell.from_wildcards("local", "a", "raw", "seq-1MiB-sideways-1s", 1)
@@ -57,6 +66,7 @@ def test_cell_spec_carries_every_setting_of_the_measurement():
         "direct": True,
         "streams": 4,
         "iodepth": 1,
+        "shared_file": False,
         "rep": 2,
         "test": "rand-64KiB-direct-4s",
         "size": 64 * MiB,

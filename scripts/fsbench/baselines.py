@@ -51,6 +51,7 @@ def dd_log_rows(name: str, text: str) -> list[dict]:
                 "direct": run["direct"],
                 "streams": 1,
                 "iodepth": 1,
+                "shared_file": False,
                 "rep": seen[key],
                 "bytes": run["bytes"],
                 "seconds": run["seconds"],
@@ -87,6 +88,7 @@ def load_baseline(name: str, path) -> pd.DataFrame:
             if column not in df:
                 df[column] = "" if column in _TEXT_COLUMNS else math.nan
         df["iodepth"] = df["iodepth"].fillna(1)  # measured before the column existed: one call at a time
+        df["shared_file"] = df["shared_file"].fillna(False)  # and each stream in its own file
         for column in _TEXT_COLUMNS:
             df[column] = df[column].astype(object).where(df[column].notna(), "").astype(str)
         df["campaign"] = name

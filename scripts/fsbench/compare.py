@@ -188,8 +188,8 @@ def questions(own: pd.DataFrame, others: pd.DataFrame, max_reps: int) -> list[di
 
 
 def with_tests(measurements: pd.DataFrame) -> pd.DataFrame:
-    """`measurements` with every test column (MORE_TEST empty where it has none)."""
-    return measurements.assign(**{c: np.nan for c in MORE_TEST if c not in measurements})
+    """`measurements` with every test column (empty where a file has none: measured before it was one)."""
+    return measurements.assign(**{c: np.nan for c in ("iodepth", "shared_file") if c not in measurements})
 
 
 def _cells(measurements: pd.DataFrame) -> tuple[pd.DataFrame, list[pd.DataFrame]]:

@@ -140,6 +140,13 @@ def _check_semantics(config: dict) -> None:
     if io["engine"] == "dd" and "rand" in io["patterns"]:
         allowed = "seq only with io.engine dd (dd cannot seek at random; use python or fio)"
         raise _fail("io.patterns", io["patterns"], allowed)
+    if True in io["shared_file"] and io["engine"] == "dd":
+        allowed = "[false] with io.engine dd (dd writes one run of blocks, it cannot interleave; use python or fio)"
+        raise _fail("io.shared_file", io["shared_file"], allowed)
+    if True in io["shared_file"] and io["engine"] == "fio" and set(io["patterns"]) != {"seq"}:
+        allowed = "[false] with io.engine fio and a pattern besides seq (fio interleaves blocks in a shared file "
+        allowed += "only sequentially; use python, or patterns: [seq])"
+        raise _fail("io.shared_file", io["shared_file"], allowed)
     deep = [d for d in io["iodepth"] if d > 1]
     if deep and io["engine"] == "dd":
         allowed = "[1] with io.engine dd (dd has one request in flight; use python or fio)"
@@ -282,7 +289,7 @@ def repeat_plan(io: dict) -> dict:
 # depth only above 1, so that paths of depth-1 cells read as they always did); one regex reads it back.
 TEST_PATTERN = (
     r"(?P<pattern>seq|rand)-(?P<bs>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<io>buffered|direct)-(?P<streams>\d+)s"
-    r"(?:-qd(?P<iodepth>[1-9]\d*))?"
+    r"(?:-qd(?P<iodepth>[1-9]\d*))?(?:-(?P<shared>shared))?"
 )
 TEST_RE = re.compile(TEST_PATTERN)
 
@@ -300,12 +307,14 @@ class Cell:
     streams: int
     rep: int
     iodepth: int = 1
+    shared_file: bool = False
 
     @property
     def test(self) -> str:
         io = "direct" if self.direct else "buffered"
         depth = f"-qd{self.iodepth}" if self.iodepth > 1 else ""
-        return f"{self.pattern}-{format_size(self.block_size)}-{io}-{self.streams}s{depth}"
+        shared = "-shared" if self.shared_file else ""
+        return f"{self.pattern}-{format_size(self.block_size)}-{io}-{self.streams}s{depth}{shared}"
 
     @property
     def path(self) -> str:
@@ -328,6 +337,7 @@ class Cell:
             int(m["streams"]),
             int(rep),
             int(m["iodepth"] or 1),
+            m["shared"] is not None,
         )
 
 
@@ -357,11 +367,16 @@ def cells(config: dict):
     io = config["io"]
     where = [(h, a, t) for h in hosts(config) for a in config["arrays"] for t in targets(config, a)]
     where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
-    tests = list(itertools.product(io["block_sizes"], io["patterns"], io["direct"], io["streams"], io["iodepth"]))
     for host, array, target in where:
         for rep in range(1, repeat_plan(io)["min"] + 1):
-            for bs, pattern, direct, streams, iodepth in tests:
-                yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth)
+            for bs, pattern, direct, streams, iodepth, shared in tests(io):
+                yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth, shared)
+
+
+def tests(io: dict) -> list[tuple]:
+    """Every combination of the io axes, as (block_size, pattern, direct, streams, iodepth, shared_file)."""
+    axes = ("block_sizes", "patterns", "direct", "streams", "iodepth", "shared_file")
+    return list(itertools.product(*(io[a] for a in axes)))
 
 
 def fingerprint(*parts) -> str:

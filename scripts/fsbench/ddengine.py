@@ -33,6 +33,8 @@ def _check(job: Job) -> None:
         raise ValueError(f"dd engine: unknown data {job.data!r}; allowed: zero, random")
     if job.block_size <= 0 or job.size < job.block_size or job.size % job.block_size:
         raise ValueError(f"dd engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
+    if job.slots > 1:
+        raise ValueError("dd engine: dd writes one run of blocks; it cannot interleave streams in a shared file")
     for s in job.streams:
         if s.offset % job.block_size:
             raise ValueError(f"dd engine: offset {s.offset} of {s.path} is not a multiple of bs={job.block_size}")

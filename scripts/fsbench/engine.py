@@ -42,6 +42,7 @@ class Stream:
     path: str
     offset: int = 0
     device: bool = False
+    slot: int = 0  # its place among the streams sharing one file (Job.slots)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class Job:
     data: str = "random"  # random (incompressible) | zero
     seed: int = 0
     iodepth: int = 1  # I/Os in flight per stream: 1 is one call at a time, more go through io_uring
+    # Streams sharing one file (shared_file, IOR's N-1): stream slot s moves blocks s, s + slots, s + 2 slots, ...
+    # of it, disjoint and interleaved; 1: each stream has its own file (or region).
+    slots: int = 1
 
     @property
     def count(self) -> int:
@@ -107,18 +111,20 @@ def data_pool(block_size: int, data: str) -> tuple[mmap.mmap, list[memoryview]]:
 
 
 def offsets(job: Job, index: int) -> list[int]:
-    """Byte offsets of a stream's blocks in the order they are moved: in turn, or each once at random."""
+    """Byte offsets of a stream's blocks in the order they are moved: in turn, or each once at random; in a
+    shared file its own blocks only, every job.slots-th from its slot on."""
     stream = job.streams[index]
     order = list(range(job.count))
     if job.pattern == "rand":
         random.Random(job.seed * 1009 + index).shuffle(order)
-    return [stream.offset + k * job.block_size for k in order]
+    return [stream.offset + (k * job.slots + stream.slot) * job.block_size for k in order]
 
 
 def _open(stream: Stream, job: Job, writing: bool) -> int:
     flags = os.O_WRONLY if writing else os.O_RDONLY
     if writing and not stream.device:
-        flags |= os.O_CREAT | os.O_TRUNC
+        # A shared file is written by every stream at once: none may truncate what another wrote.
+        flags |= os.O_CREAT | (os.O_TRUNC if job.slots == 1 else 0)
     if job.direct:
         flags |= os.O_DIRECT
     return os.open(stream.path, flags, 0o644)
@@ -145,7 +151,7 @@ def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: th
     fd = _open(stream, job, writing=True)
     try:
         if job.pattern == "rand" and not stream.device:
-            os.ftruncate(fd, job.size)
+            os.ftruncate(fd, job.size * job.slots)  # a shared file: all of it, by every stream alike
         latency, ns = Histogram(), time.perf_counter_ns
         start_line.wait()
         start = _clock()
@@ -219,7 +225,7 @@ def _uring_stream(job: Job, index: int, writing: bool, blocks: list, start_line:
     try:
         with Ring(depth) as ring:
             if writing and job.pattern == "rand" and not stream.device:
-                os.ftruncate(fd, job.size)
+                os.ftruncate(fd, job.size * job.slots)  # a shared file: all of it, by every stream alike
             prep, submit_and_wait, completions = ring.prep, ring.submit_and_wait, ring.completions
             record = latency.record
             free, k, in_flight = list(range(depth)), 0, 0
@@ -375,7 +381,9 @@ def _describe(job: Job, op: str) -> str:
     if job.iodepth > 1:
         call = f"io_uring IORING_OP_{op.upper()}, {job.iodepth} in flight,"
     how = f"{job.pattern}, {'O_DIRECT' if job.direct else 'buffered'}" + (", then os.fsync()" if op == "write" else "")
-    where = ", ".join(s.path + (f"@{s.offset}" if s.offset else "") for s in job.streams)
+    where = ", ".join(dict.fromkeys(s.path + (f"@{s.offset}" if s.offset else "") for s in job.streams))
+    if job.slots > 1:
+        where += f" (shared: stream s moves blocks s, s+{job.slots}, s+{2 * job.slots}, ... of it)"
     data = f" of {job.data} data" if op == "write" else ""
     streams = f"{len(job.streams)} stream(s)"
     return f"python: {call} {job.count} x {job.block_size} B{data} per stream ({how}), {streams}: {where}"

@@ -35,6 +35,10 @@ def job_file(job: Job, op: str) -> str:
         raise ValueError(f"fio engine: unknown data {job.data!r}; allowed: zero, random")
     if job.block_size <= 0 or job.size < job.block_size or job.size % job.block_size:
         raise ValueError(f"fio engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
+    if job.slots > 1 and job.pattern != "seq":
+        raise ValueError("fio engine: a shared file is written in interleaved blocks only sequentially (pattern seq)")
+    # Shared file: after each block, skip the other streams' (fio's offset modifier for sequential I/O).
+    skip = f":{(job.slots - 1) * job.block_size}" if job.slots > 1 else ""
     lines = [
         "[global]",
         # One call at a time (psync), or job.iodepth in flight through io_uring (libaio where it is missing).
@@ -42,7 +46,7 @@ def job_file(job: Job, op: str) -> str:
         f"bs={job.block_size}",
         f"size={job.size}",
         f"direct={int(job.direct)}",
-        f"rw={'rand' if job.pattern == 'rand' else ''}{op}",
+        f"rw={'rand' if job.pattern == 'rand' else ''}{op}{skip}",
         # rand: every block exactly once (the random map), in an order fixed by the job's seed.
         "norandommap=0",
         "randrepeat=0",
@@ -58,7 +62,11 @@ def job_file(job: Job, op: str) -> str:
     ]
     for i, stream in enumerate(job.streams):
         lines += ["", f"[stream{i}]", f"filename={_escape(stream.path)}"]
-        if stream.device or stream.offset:
+        if job.slots > 1:
+            # From the stream's first block to the end of the shared file, of which it moves job.size bytes.
+            start = stream.offset + stream.slot * job.block_size
+            lines += [f"offset={start}", f"size={stream.offset + job.size * job.slots - start}", f"io_size={job.size}"]
+        elif stream.device or stream.offset:
             lines.append(f"offset={stream.offset}")
     return "\n".join(lines) + "\n"
 

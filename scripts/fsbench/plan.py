@@ -6,12 +6,11 @@ because Snakemake calls it once per job when it plans a campaign of thousands of
 """
 
 import functools
-import itertools
 import re
 from dataclasses import replace
 from pathlib import Path
 
-from .config import ALL_HOSTS, LOCAL, TEST_PATTERN, Cell, all_targets, fingerprint, hosts, repeat_plan, targets
+from .config import ALL_HOSTS, LOCAL, TEST_PATTERN, Cell, all_targets, fingerprint, hosts, repeat_plan, targets, tests
 from .hosts import array_dir
 
 # A cell's device steps leave a state file each (temp in Snakemake: gone once the next step has run). The
@@ -57,8 +56,7 @@ class Plan:
         self.min_reps, self.max_reps = self.repeats["min"], self.repeats["max"]
         self.adaptive = isinstance(self.io["repeats"], dict)
         io = self.io
-        tests = itertools.product(io["block_sizes"], io["patterns"], io["direct"], io["streams"], io["iodepth"])
-        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q).test for bs, p, d, s, q in tests]
+        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q, sf).test for bs, p, d, s, q, sf in tests(io)]
         self.fingerprints = {
             (a, name): fingerprint(fs, spec)
             for a, spec in campaign["arrays"].items()
@@ -82,6 +80,7 @@ class Plan:
             "direct": cell.direct,
             "streams": cell.streams,
             "iodepth": cell.iodepth,
+            "shared_file": cell.shared_file,
             "rep": cell.rep,
             "test": test,
             "size": self.io["size"],

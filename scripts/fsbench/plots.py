@@ -33,6 +33,7 @@ from .stats import (  # noqa: E402
     summarize_baselines,
     test_label,
     varying,
+    with_iodepth,
 )
 
 DPI = 110
@@ -552,15 +553,14 @@ def _io_test(row) -> str:
     """A test as a panel or tick names it: pattern, block size, buffered/direct, streams, queue depth."""
     io = "direct" if row["direct"] in (True, "True") else "buffered"
     depth = int(row["iodepth"]) if "iodepth" in row and pd.notna(row["iodepth"]) else 1
-    return f"{row['pattern']} {format_size(int(row['block_size']))} {io} {int(row['streams'])}s qd{depth}"
+    shared = " shared" if str(row.get("shared_file")).lower() in ("true", "1") else ""
+    return f"{row['pattern']} {format_size(int(row['block_size']))} {io} {int(row['streams'])}s qd{depth}{shared}"
 
 
 def _medians(measurements: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     """Per host, array, target, op and test: the median over the repetitions of each column."""
-    df = measurements.copy()
-    if "iodepth" not in df:
-        df["iodepth"] = 1
-    keys = ["host", "array", "target", "op", "pattern", "block_size", "direct", "streams", "iodepth"]
+    df = with_iodepth(measurements)
+    keys = ["host", "array", "target", "op", *TEST]
     df = df.dropna(subset=[columns[0]])
     if df.empty:
         return df

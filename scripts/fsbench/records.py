@@ -26,6 +26,7 @@ COLUMNS = [
     "direct",
     "streams",
     "iodepth",
+    "shared_file",
     "rep",
     "bytes",
     "seconds",

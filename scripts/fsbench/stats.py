@@ -17,7 +17,7 @@ from scipy.stats import t as student_t
 from .sizes import format_size
 
 # What makes two measurements the same test (besides op).
-TEST = ["pattern", "block_size", "direct", "streams", "iodepth"]
+TEST = ["pattern", "block_size", "direct", "streams", "iodepth", "shared_file"]
 KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]
 # Raw and filesystem rows are compared within this cell (raw has its own target and fs_type).
 CELL = ["campaign", "host", "array", "op", *TEST]
@@ -101,7 +101,8 @@ def sort_rows(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 def varying(frame: pd.DataFrame) -> list[str]:
     """The test parameters besides block size that take more than one value in `frame`."""
-    return [c for c in ("pattern", "direct", "streams", "iodepth") if c in frame and frame[c].nunique(dropna=False) > 1]
+    axes = ("pattern", "direct", "streams", "iodepth", "shared_file")
+    return [c for c in axes if c in frame and frame[c].nunique(dropna=False) > 1]
 
 
 def test_label(row, vary=()) -> str:
@@ -142,9 +143,11 @@ def cell_flags(values) -> str:
 
 
 def with_iodepth(measurements: pd.DataFrame) -> pd.DataFrame:
-    """Rows measured before iodepth was a column (or by a tool without one) had one call at a time: depth 1."""
+    """Rows measured before iodepth and shared_file were columns (or by a tool without them) had one call at a
+    time (depth 1), each stream in its own file."""
     depth = measurements["iodepth"].fillna(1) if "iodepth" in measurements else 1
-    return measurements.assign(iodepth=depth)
+    shared = measurements["shared_file"].map(_truthy) if "shared_file" in measurements else False
+    return measurements.assign(iodepth=depth, shared_file=shared)
 
 
 def summarize(measurements: pd.DataFrame) -> pd.DataFrame:

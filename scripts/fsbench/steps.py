@@ -197,18 +197,34 @@ def _log_figure(record: dict) -> None:
 
 
 def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
-    """The cell as an engine job: the bare device split into one region per stream, or one file per stream."""
-    size, n = cell["size"], cell["streams"]
+    """The cell as an engine job: the bare device split into one region per stream, or one file per stream;
+    with shared_file, one file (or the device from its start) that every stream moves its own blocks of."""
+    size, n, shared = cell["size"], cell["streams"], cell.get("shared_file", False)
     if cell["target"] == "raw":
-        streams = tuple(engine.Stream(state["devices"][0], i * size, True) for i in range(n))
+        dev = state["devices"][0]
+        streams = tuple(
+            engine.Stream(dev, 0, True, i) if shared else engine.Stream(dev, i * size, True) for i in range(n)
+        )
     else:
         where = Path(state["path"]) if cell["target"] == "path" else Path(workdir) / "mnt"
         name = f"fsbench-{cell['test']}-rep{cell['rep']}"
-        streams = tuple(engine.Stream(str(where / f"{name}-{i}.dat")) for i in range(n))
+        shared_path = str(where / f"{name}-shared.dat")
+        streams = tuple(
+            engine.Stream(shared_path, 0, False, i) if shared else engine.Stream(str(where / f"{name}-{i}.dat"))
+            for i in range(n)
+        )
     direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
     seed = int(hashlib.sha256(f"{cell['test']}/{cell['rep']}".encode()).hexdigest()[:8], 16)
     return engine.Job(
-        streams, size, cell["block_size"], cell["pattern"], direct, cell["data"], seed, cell.get("iodepth", 1)
+        streams,
+        size,
+        cell["block_size"],
+        cell["pattern"],
+        direct,
+        cell["data"],
+        seed,
+        cell.get("iodepth", 1),
+        n if shared else 1,
     )
 
 
@@ -305,10 +321,10 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
     """Write the cell's data (timing the flush too) and record how to recognise it again."""
     _ready_for_io(state, cell, workdir)
     job = job_for(state, cell, workdir, "write")
-    files = [s.path for s in job.streams if not s.device]
+    files = list(dict.fromkeys(s.path for s in job.streams if not s.device))
     for path in files:
         Path(path).unlink(missing_ok=True)
-    need = job.size * len(files)
+    need = job.size * job.slots * len(files)
     where = Path(job.streams[0].path).parent
     if files:
         os.sync()  # btrfs gives back the space of deleted files (the previous cell's) only when it commits
@@ -377,13 +393,12 @@ def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     how = make_cold(job, cell["cache"], state, workdir)
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
-    cached = [engine.resident_fraction(s.path, job.size, s.offset) for s in job.streams]
+    cached = [engine.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
     with telemetry.measured("read", _members(state)) as found:
         result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
     result |= telemetry.columns("read", result["bytes"], found)
-    for stream in job.streams:
-        if not stream.device:
-            os.unlink(stream.path)  # keep the filesystem's free space the same for the next cell
+    for path in dict.fromkeys(s.path for s in job.streams if not s.device):
+        os.unlink(path)  # keep the filesystem's free space the same for the next cell
     return measurement_record(cell, "read", result, state, cache_method=how, cached_before_per_stream=cached)
 
 

@@ -1,0 +1,66 @@
+"""Shared file (N-1), end to end: with io.shared_file [false, true], every stream of a cell writes and reads
+disjoint, interleaved blocks of one file (of the bare device from its start, for raw) instead of its own file
+(region), with the python engine (pread/pwrite and io_uring) and with fio (sequential: its offset modifier).
+Rows and summary keep the two apart; nothing is left behind."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import held, needs_root, private_scratch, run_campaign
+
+pytestmark = [needs_root, pytest.mark.e2e]
+
+SIZE = 8 * 2**20  # per stream
+
+
+@pytest.fixture
+def ram_scratch():
+    with private_scratch(Path("/dev/shm/fsbench-test")) as path:
+        yield path
+
+
+@pytest.mark.parametrize("engine", ["python", "fio"])
+def test_shared_and_per_stream_files_are_cells_of_their_own(engine, ram_scratch, tmp_path):
+    patterns = ["seq", "rand"] if engine == "python" else ["seq"]  # fio interleaves only sequentially
+    config = {
+        "campaign": f"shared-{engine}",
+        "scratch": str(ram_scratch),
+        "arrays": {"ram": {"kind": "loop", "size": "320MiB"}},
+        "raw": True,
+        "filesystems": {"xfs": {"type": "xfs"}},
+        "io": {
+            "engine": engine,
+            "size": SIZE,
+            "block_sizes": ["64KiB"],
+            "patterns": patterns,
+            "streams": [3],
+            "iodepth": [1, 4] if engine == "python" else [1],
+            "shared_file": [False, True],
+            "direct": [True],
+            "repeats": 1,
+        },
+    }
+    run_campaign(tmp_path, config)
+    out = tmp_path / f"results/shared-{engine}"
+    df = pd.read_csv(out / "measurements.csv")
+    depths = len(config["io"]["iodepth"])
+    assert len(df) == 2 * len(patterns) * depths * 2 * 2  # targets × patterns × depths × shared × ops
+    assert set(df["shared_file"]) == {False, True}
+    for row in df.itertuples():
+        assert row.bytes == 3 * SIZE and row.ops == 3 * SIZE // 65536
+        record = json.loads(Path(tmp_path / row.record).read_text())
+        paths = {s["path"] for s in record["streams"]}
+        test = record["cell"]["test"]
+        if row.shared_file:
+            assert test.endswith("-shared") and len(paths) == 1, (test, paths)
+            if row.target == "xfs" and row.op == "write":
+                assert [i["size"] for i in record["identity"]] == [3 * SIZE] * 3  # one file, all of it
+        else:
+            assert not test.endswith("-shared") and len(paths) == (1 if row.target == "raw" else 3)
+    summary = pd.read_csv(out / "summary.csv")
+    assert len(summary) == len(df)  # shared and per-stream cells are not pooled
+    assert "shared file" in (out / "summary.md").read_text()
+    assert not held(ram_scratch)
