@@ -275,9 +275,9 @@ def test_release_looks_only_at_this_hosts_folders(tmp_path):
         GOOD
         | {"hosts": [here, "elsewhere"], "arrays": {"p": {"kind": "path", "path": str(tmp_path), "all_hosts": True}}}
     )
-    assert [d.name for d in workdirs_here(c)] == [f"p.{here}", f"p.all-{here}"]
+    assert [d.name for d in workdirs_here(c)] == [f"p.{here}", f"p.all-{here}", "p.all"]
     assert {d.parent for d in workdirs_here(c)} == {Path(c["scratch"]) / c["campaign"]}
-    assert [d.name for d in workdirs_here(validate(GOOD))] == ["demo", f"demo.all-{here}"]
+    assert [d.name for d in workdirs_here(validate(GOOD))] == ["demo", f"demo.all-{here}", "demo.all"]
 
 
 def test_compare_to_must_name_an_earlier_campaign(tmp_path):

@@ -64,3 +64,35 @@ def test_shared_and_per_stream_files_are_cells_of_their_own(engine, ram_scratch,
     assert len(summary) == len(df)  # shared and per-stream cells are not pooled
     assert "shared file" in (out / "summary.md").read_text()
     assert not held(ram_scratch)
+
+
+def test_an_all_hosts_cell_shares_one_file_across_its_hosts(scratch, tmp_path):
+    """An all-hosts cell on a path array, with this host as its one host (no Slurm needed): its parts write and
+    read one file on the shared path, in the slots of their host; the shared folder is empty afterwards.
+    (Two nodes through Slurm: tests/test_slurm_nodes.py.)"""
+    from fsbench.hosts import short_hostname
+
+    shared = scratch / "shared"
+    shared.mkdir()
+    config = {
+        "campaign": "allshared",
+        "scratch": str(scratch / "s"),
+        "hosts": [short_hostname()],
+        "arrays": {"p": {"kind": "path", "path": str(shared), "all_hosts": True}},
+        "io": {"size": SIZE, "block_sizes": ["1MiB"], "streams": [2], "shared_file": [True], "repeats": 1},
+    }
+    run_campaign(tmp_path, config)
+    df = pd.read_csv(tmp_path / "results/allshared/measurements.csv")
+    whole = df[(df["host"] == "all")]
+    assert sorted(whole["op"]) == ["read", "write"] and (whole["bytes"] == 2 * SIZE).all()
+    for row in whole.itertuples():
+        record = json.loads((tmp_path / row.record).read_text())
+        paths = {s["path"] for s in record["streams"]}
+        assert len(paths) == 1 and "/fsbench-allshared-p.all/" in next(iter(paths)), paths
+        # The host's part ran the engine on the shared file, its streams in slots 0 and 1 of 2.
+        part = json.loads(
+            (tmp_path / row.record).parent.joinpath("hosts", f"{short_hostname()}-{row.op}.json").read_text()
+        )
+        assert "(shared: stream s moves blocks s, s+2, s+4, ... of it)" in part["command"]
+        assert part["cell"]["slots"] == 2 and part["cell"]["slot_base"] == 0
+    assert list(shared.iterdir()) == [] and not held(scratch)

@@ -25,9 +25,10 @@ def short_hostname() -> str:
 
 def workdirs_here(config: dict) -> list[Path]:
     """Every folder of the campaign that may hold something on this host: its arrays as measured from here,
-    and its share of all-hosts cells. Another node's folders are released on that node."""
+    its share of all-hosts cells, and the file all hosts share (fsbench.together.shared_folder). Another
+    node's folders are released on that node."""
     here = short_hostname()
-    names = [h for h in hosts(config) if h in (LOCAL, here)] + [part_host(here)]
+    names = [h for h in hosts(config) if h in (LOCAL, here)] + [part_host(here), ALL_HOSTS]
     return [array_dir(config["scratch"], config["campaign"], a, h) for h in names for a in config["arrays"]]
 
 

@@ -200,6 +200,8 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
     """The cell as an engine job: the bare device split into one region per stream, or one file per stream;
     with shared_file, one file (or the device from its start) that every stream moves its own blocks of."""
     size, n, shared = cell["size"], cell["streams"], cell.get("shared_file", False)
+    # An all-hosts cell's file is shared by every host's streams: this host's take the slots from slot_base.
+    base = cell.get("slot_base", 0)
     if cell["target"] == "raw":
         dev = state["devices"][0]
         streams = tuple(
@@ -210,7 +212,7 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
         name = f"fsbench-{cell['test']}-rep{cell['rep']}"
         shared_path = str(where / f"{name}-shared.dat")
         streams = tuple(
-            engine.Stream(shared_path, 0, False, i) if shared else engine.Stream(str(where / f"{name}-{i}.dat"))
+            engine.Stream(shared_path, 0, False, base + i) if shared else engine.Stream(str(where / f"{name}-{i}.dat"))
             for i in range(n)
         )
     direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
@@ -224,7 +226,7 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
         cell["data"],
         seed,
         cell.get("iodepth", 1),
-        n if shared else 1,
+        cell.get("slots", n) if shared else 1,
     )
 
 
@@ -322,7 +324,7 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
     _ready_for_io(state, cell, workdir)
     job = job_for(state, cell, workdir, "write")
     files = list(dict.fromkeys(s.path for s in job.streams if not s.device))
-    for path in files:
+    for path in files if "shared_dir" not in cell else []:  # shared by hosts: made empty for them all
         Path(path).unlink(missing_ok=True)
     need = job.size * job.slots * len(files)
     where = Path(job.streams[0].path).parent
@@ -397,8 +399,8 @@ def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     with telemetry.measured("read", _members(state)) as found:
         result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
     result |= telemetry.columns("read", result["bytes"], found)
-    for path in dict.fromkeys(s.path for s in job.streams if not s.device):
-        os.unlink(path)  # keep the filesystem's free space the same for the next cell
+    for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
+        os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
     return measurement_record(cell, "read", result, state, cache_method=how, cached_before_per_stream=cached)
 
 
