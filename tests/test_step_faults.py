@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -135,9 +136,23 @@ def write_under_way(tmp_path, scratch, config):
     cfg = tmp_path / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(cfg)]
-    loops = all_loop_devices()
+    # The campaign takes the first free loop device: make sure one exists (losetup -f makes it) and is held
+    # back with the others before the run starts. Another program on this machine may still take it first:
+    # every device that appears meanwhile is held back too, as soon as it is seen.
+    subprocess.run(["losetup", "-f"], check=True, capture_output=True)
+    loops = set(all_loop_devices())
     for dev in loops:
         throttle(dev, 8 * 10**6)
+    stop = threading.Event()
+
+    def hold_new_devices():
+        while not stop.wait(0.01):
+            for dev in set(all_loop_devices()) - loops:
+                throttle(dev, 8 * 10**6)
+                loops.add(dev)
+
+    watcher = threading.Thread(target=hold_new_devices)
+    watcher.start()
     run = subprocess.Popen(
         argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -153,6 +168,8 @@ def write_under_way(tmp_path, scratch, config):
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
+        stop.set()
+        watcher.join()
         for dev in loops:
             throttle(dev, 0)
 
