@@ -13,8 +13,8 @@ import pytest
 from browser import Browser, find_browser
 from PIL import Image
 
+from fsbench.document import number
 from fsbench.records import COLUMNS
-from fsbench.stats import number
 
 from conftest import REPO, SNAKEMAKE, held, needs_root, private_scratch, run_campaign
 

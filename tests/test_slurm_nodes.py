@@ -61,3 +61,33 @@ def test_each_host_measures_alone_then_all_at_once(two_nodes, tmp_path):
     # per host its steps (prepare_array, write, read) and a release; the all-hosts cell's steps on both nodes
     both = {f"{here},{other}", f"{other},{here}"}
     assert sorted("both" if n in both else n for n in nodes) == sorted([here] * 4 + [other] * 4 + ["both"] * 3), nodes
+
+
+def test_an_all_hosts_cell_shares_one_file_between_the_nodes(two_nodes, tmp_path):
+    """shared_file across hosts: both nodes' parts write and read one file on the shared path, each in its own
+    slots (this node's stream slot 0 or 1 of 2, by its place in hosts), and the shared folder is empty after."""
+    base, env = two_nodes
+    here, other = socket.gethostname(), "fsbench-n2"
+    with private_scratch() as scratch:
+        shared = scratch / "shared"
+        shared.mkdir()
+        config = {
+            "campaign": "nodes-shared",
+            "scratch": str(scratch),
+            "hosts": [here, other],
+            "arrays": {"p": {"kind": "path", "path": str(shared), "all_hosts": True}},
+            "io": {"size": "16MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise", "shared_file": [True]},
+        }
+        profile = ["--profile", str(REPO / "profiles" / "slurm"), "--seconds-between-status-checks", "2"]
+        run_campaign(tmp_path, config, *profile, env=env)
+        assert list(shared.iterdir()) == [] and not held(scratch)
+    df = pd.read_csv(tmp_path / "results/nodes-shared/measurements.csv")
+    for op in ("write", "read"):
+        whole = df[(df.host == "all") & (df.op == op)].iloc[0]
+        assert whole.bytes == 2 * 16 * 2**20 and bool(whole.shared_file)
+        folder = (tmp_path / whole.record).parent / "hosts"
+        parts = {h: json.loads((folder / f"{h}-{op}.json").read_text()) for h in (here, other)}
+        assert {h: p["cell"]["slot_base"] for h, p in parts.items()} == {here: 0, other: 1}
+        paths = {s["path"] for p in parts.values() for s in p["streams"]}
+        assert len(paths) == 1 and "/fsbench-nodes-shared-p.all/" in paths.pop()
+        assert all("shared: stream s moves blocks s, s+2" in p["command"] for p in parts.values())

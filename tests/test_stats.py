@@ -4,13 +4,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fsbench.document import number
 from fsbench.records import COLUMNS
 from fsbench.stats import (
     SUMMARY_COLUMNS,
     cell_flags,
     flag_above_raw,
     log_interval,
-    number,
     relative_ci,
     repeat_decision,
     summarize,

@@ -22,21 +22,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from .document import Heading, Para, Table, blocks_markdown
 from .sizes import format_size
-from .stats import (
-    KEYS,
-    NOT_POSITIVE,
-    TEST,
-    TOO_FEW,
-    UNDECIDED,
-    Heading,
-    Para,
-    Table,
-    blocks_markdown,
-    cell_flags,
-    sort_rows,
-    verdict_blocks,
-)
+from .stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, UNDECIDED, cell_flags, sort_rows, verdict_blocks
 
 # The test columns of measurements.csv beyond stats.TEST (docs/contract.md): a cell is the same test only where
 # these agree too. Empty where a measurements.csv has no such column.
