@@ -286,3 +286,10 @@ def test_compare_to_must_name_an_earlier_campaign(tmp_path):
     (tmp_path / "measurements.csv").write_text("campaign,op\n")
     assert validate(GOOD | {"compare_to": str(tmp_path)})["compare_to"] == str(tmp_path)
     assert validate(GOOD)["compare_to"] is None
+
+
+def test_the_engines_the_schema_allows_are_the_ones_there_are():
+    from fsbench.config import load_schema
+    from fsbench.engines import ENGINES
+
+    assert load_schema()["properties"]["io"]["properties"]["engine"]["enum"] == list(ENGINES)

@@ -1,9 +1,24 @@
-"""The engines by name: each module has write(job) and read(job) returning the same kind of result."""
+"""The engines by name, each a module behind one small interface: write(job) and read(job), one result shape."""
+
+from typing import Protocol
 
 from . import ddengine, engine, fioengine
+from .engine import Job
 
-ENGINES = {"python": engine, "dd": ddengine, "fio": fioengine}
+
+class Engine(Protocol):
+    """What an engine module offers (fio's ioengine ops are the model): move a Job's bytes, timed, and return
+    engine.aggregate()'s shape: bytes, seconds, seconds_durable, started_at, ops, latency columns, command, streams."""
+
+    def write(self, job: Job) -> dict: ...
+
+    def read(self, job: Job) -> dict: ...
 
 
-def run_engine(name: str, op: str, job: engine.Job) -> dict:
-    return getattr(ENGINES[name], op)(job)
+ENGINES: dict[str, Engine] = {"python": engine, "dd": ddengine, "fio": fioengine}
+
+
+def run_engine(name: str, op: str, job: Job) -> dict:
+    """`op` (write or read) of `job` with engine `name` (config io.engine: its schema lists the same names)."""
+    chosen = ENGINES[name]
+    return {"write": chosen.write, "read": chosen.read}[op](job)
