@@ -123,7 +123,9 @@ def cell_outputs(host=None, array=None):
     found = []
     for c in campaign_config.cells(CAMPAIGN):
         if host in (None, c.host) and array in (None, c.array):
-            if not PLAN.adaptive:
+            if isinstance(c, campaign_config.MetaCell):  # repeats: a fixed count, or an adaptive one's min
+                found.append(record_file("metadata", c.rep, c.path))
+            elif not PLAN.adaptive:
                 found += [record_file(op, c.rep, c.path) for op in ("write", "read")]
             elif c.rep == 1:
                 found.append(f"{RESULTS}/repeats/{c.path}/done.json")
@@ -146,6 +148,7 @@ def plot_files(as_report_items=False):
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
     # dd reports no per-call times: no latency plot for a dd campaign (its IOPS come from dd's records).
     names += ["iops"] + (["latency"] if CAMPAIGN["io"]["engine"] != "dd" else [])
+    names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
     for name in names:

@@ -50,6 +50,28 @@ rule read:
         "../scripts/read.py"
 
 
+# A metadata cell (config metadata:): many small files created, stat'ed, read and deleted where the write of
+# a block I/O cell would go (the mounted filesystem, or the path array), each phase a row of its record.
+rule metadata:
+    input:
+        unpack(write_input),
+    output:
+        record_file("metadata"),
+    log:
+        step_log("metadata"),
+    priority: cell_priority
+    conda:
+        "../envs/fsbench.yaml"
+    threads: THREADS
+    resources:
+        **DEVICE_RESOURCES,
+        storage_io=1,
+    params:
+        cell=cell_spec,
+    script:
+        "../scripts/metadata.py"
+
+
 # Adaptive repeats (io.repeats: {min, max, target_ci, decide}): after rep k of a cell, decide whether it
 # needs rep k+1 (with decide, weighing the cells it is compared with as far as they got). A checkpoint, so
 # that the DAG grows by one repeat where (and only where) one is needed.

@@ -25,7 +25,8 @@ def measurements(paths: list[str]) -> pd.DataFrame:
     rows = []
     for path in record_paths(paths):
         rec = read_json(path)
-        rows.append(rec["row"] | {"command": rec["command"], "record": str(path)})
+        # A metadata record holds a row per phase; a measurement record one.
+        rows += [row | {"command": rec["command"], "record": str(path)} for row in rec.get("rows", [rec["row"]])]
         # An all-hosts cell also keeps each host's own figure, as host '<name>@all'.
         rows += [part | {"command": rec["command"], "record": str(path)} for part in rec.get("parts", [])]
     df = pd.DataFrame(rows, columns=COLUMNS + EXTRA)

@@ -45,6 +45,7 @@ def dd_log_rows(name: str, text: str) -> list[dict]:
                 "array": name,
                 "target": run["target"],
                 "fs_type": run["fs_type"],
+                "workload": "io",
                 "op": run["op"],
                 "pattern": "seq",
                 "block_size": math.nan if run["bs"] is None else run["bs"],
@@ -52,6 +53,7 @@ def dd_log_rows(name: str, text: str) -> list[dict]:
                 "streams": 1,
                 "iodepth": 1,
                 "shared_file": False,
+                **dict.fromkeys(["files", "file_size", "dirs"], math.nan),
                 "rep": seen[key],
                 "bytes": run["bytes"],
                 "seconds": run["seconds"],
@@ -88,7 +90,8 @@ def load_baseline(name: str, path) -> pd.DataFrame:
             if column not in df:
                 df[column] = "" if column in _TEXT_COLUMNS else math.nan
         df["iodepth"] = df["iodepth"].fillna(1)  # measured before the column existed: one call at a time
-        df["shared_file"] = df["shared_file"].fillna(False)  # and each stream in its own file
+        df["shared_file"] = df["shared_file"].astype(object).fillna(False)  # and each stream in its own file
+        df["workload"] = df["workload"].astype(object).fillna("io")  # block I/O: before metadata rows existed
         for column in _TEXT_COLUMNS:
             df[column] = df[column].astype(object).where(df[column].notna(), "").astype(str)
         df["campaign"] = name

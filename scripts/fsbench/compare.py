@@ -24,7 +24,7 @@ from scipy.stats import t as student_t
 
 from .document import Heading, Para, Table, blocks_markdown
 from .sizes import format_size
-from .stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, UNDECIDED, cell_flags, sort_rows, verdict_blocks
+from .stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, UNDECIDED, cell_flags, is_metadata, sort_rows, verdict_blocks
 
 # The test columns of measurements.csv beyond stats.TEST (docs/contract.md): a cell is the same test only where
 # these agree too. Empty where a measurements.csv has no such column.
@@ -191,6 +191,7 @@ def _cells(measurements: pd.DataFrame) -> tuple[pd.DataFrame, list[pd.DataFrame]
 def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
     """comparisons.csv from measurements.csv: per cell and metric, each filesystem against raw, each filesystem
     against each later one, each block size against the next larger one per target."""
+    measurements = measurements[~is_metadata(measurements)]  # block I/O only: the metadata test is not compared
     if measurements.empty:
         return pd.DataFrame(columns=COLUMNS)
     cells, rows = _cells(with_tests(measurements))
@@ -246,6 +247,7 @@ def _by_cell(frame: pd.DataFrame, key: list[str]) -> dict[tuple, pd.DataFrame]:
 
 def compare_runs(old: pd.DataFrame, new: pd.DataFrame, old_name: str, new_name: str) -> pd.DataFrame:
     """Per cell both runs measured (RUN_CELL, with host where either run has several), new (a) against old (b)."""
+    old, new = old[~is_metadata(old)], new[~is_metadata(new)]  # block I/O cells only
     if old.empty or new.empty:
         return pd.DataFrame(columns=COLUMNS)
     old, new = with_tests(old), with_tests(new)

@@ -184,11 +184,16 @@ def _check_semantics(config: dict) -> None:
     for name, path in config["baselines"].items():
         if not os.path.isfile(path):
             raise _fail(f"baselines.{name}", path, "an existing file: a dd log or a measurements.csv")
+    meta = config["metadata"]
+    if meta is not None:
+        meta["file_size"] = _size(meta["file_size"], "metadata.file_size")
     allowed_devices = {os.path.realpath(d) for d in config["allow_destroy"]}
     for name, array in config["arrays"].items():
         _check_array(config, name, array, allowed_devices)
         if not targets(config, name):
             raise _fail(f"arrays.{name}", array["kind"], _nothing_to_measure(array))
+        if meta is not None and array["kind"] == "loop":
+            _check_inodes(config, name, array)
 
 
 REQUIRED = "required"  # in the schema's x-kinds: a key the campaign must give
@@ -253,6 +258,69 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
                 format_size(array["size"]),
                 f"at least {-(-need // 2**20)}MiB: io.size × streams ({format_size(written)}) plus filesystem overhead",
             )
+        meta = config["metadata"]
+        small = meta_space(meta, max(io["streams"])) if meta and fs_types else 0
+        if array["size"] * per_member < small * (1 + FS_OVERHEAD):
+            at_least = -(-int(small * (1 + FS_OVERHEAD)) // per_member // 2**20)
+            raise _fail(
+                f"{key}.size",
+                format_size(array["size"]),
+                f"at least {at_least}MiB for the metadata test: metadata.files × streams × (file_size rounded up to "
+                f"4 KiB + {PER_FILE_OVERHEAD} B per file) = {format_size(small)}, plus filesystem overhead",
+            )
+
+
+# What a small file costs at most besides its data (an inode, a directory entry): fsbench.metadata's space check.
+PER_FILE_OVERHEAD = 4096
+# mke2fs's bytes per inode (-i) by usage type (-T, /etc/mke2fs.conf as shipped), and for an image under 512 MiB
+# without -T (its "small" type).
+EXT_INODE_RATIO = {
+    "default": 16384,
+    "small": 4096,
+    "floppy": 8192,
+    "news": 4096,
+    "largefile": 2**20,
+    "largefile4": 4 * 2**20,
+    "huge": 65536,
+    "big": 32768,
+}
+
+
+def meta_space(meta: dict, streams: int) -> int:
+    """Bytes the metadata test's files take at most on one filesystem (fsbench.metadata.MetaJob.space_needed)."""
+    return streams * meta["files"] * (-(-meta["file_size"] // 4096) * 4096 + PER_FILE_OVERHEAD)
+
+
+def ext_inodes(mkfs: list[str], size: int) -> int:
+    """About how many inodes mke2fs makes on `size` bytes with these options: -N as given, else size / ratio."""
+    args = list(mkfs)
+    if "-N" in args and args.index("-N") + 1 < len(args):
+        return int(args[args.index("-N") + 1])
+    if "-i" in args and args.index("-i") + 1 < len(args):
+        return size // int(args[args.index("-i") + 1])
+    usage = args[args.index("-T") + 1] if "-T" in args and args.index("-T") + 1 < len(args) else None
+    ratio = EXT_INODE_RATIO.get(usage or ("small" if size < 512 * 2**20 else "default"), 16384)
+    return size // ratio
+
+
+def _check_inodes(config: dict, name: str, array: dict) -> None:
+    """ext2-4 have a fixed inode table: refuse a metadata test that would run out of it on a loop image."""
+    meta, streams = config["metadata"], max(config["io"]["streams"])
+    need = streams * (meta["files"] + meta["dirs"] + 1) + 16  # the files, their folders, the root's own
+    if array["members"] > 1:
+        return  # an md array's size is not one image's; the step checks the real filesystem before it starts
+    for target in targets(config, name):
+        fs = config["filesystems"].get(target)
+        if fs and fs["type"] in ("ext2", "ext3", "ext4"):
+            have = ext_inodes(fs["mkfs"], array["size"])
+            if have < need:
+                raise _fail(
+                    f"filesystems.{target}.mkfs",
+                    fs["mkfs"],
+                    f"options that give at least {need} inodes for the metadata test (metadata.files × streams "
+                    f"plus folders) on arrays.{name}: these make about {have} on {format_size(array['size'])}; "
+                    "drop -T largefile/largefile4, give -N or a smaller -i, or make metadata.files smaller",
+                )
 
 
 def _nothing_to_measure(array: dict) -> str:
@@ -361,9 +429,63 @@ def all_targets(config: dict) -> list[str]:
     return [t for t in ["raw", *config["filesystems"], "path"] if t in found]
 
 
+# A metadata cell's test, e.g. meta-20000f-4KiB-10d-end-1s: files per stream, file size, dirs, fsync, streams.
+META_PATTERN = (
+    r"meta-(?P<files>[1-9]\d*)f-(?P<file_size>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<dirs>[1-9]\d*)d-"
+    r"(?P<fsync>none|file|end)-(?P<streams>[1-9]\d*)s"
+)
+META_RE = re.compile(META_PATTERN)
+
+
+@dataclass(frozen=True)
+class MetaCell:
+    """One metadata measurement (fsbench.metadata): create, stat, read and delete of many small files, on one
+    host, array and filesystem target (or path), in one repeat."""
+
+    host: str
+    array: str
+    target: str
+    files: int
+    file_size: int
+    dirs: int
+    fsync: str
+    streams: int
+    rep: int
+
+    @property
+    def test(self) -> str:
+        return f"meta-{self.files}f-{format_size(self.file_size)}-{self.dirs}d-{self.fsync}-{self.streams}s"
+
+    @property
+    def path(self) -> str:
+        return f"{self.host}/{self.array}/{self.target}/{self.test}"
+
+    @classmethod
+    def from_wildcards(cls, host: str, array: str, target: str, test: str, rep) -> "MetaCell":
+        m = META_RE.fullmatch(test)
+        if m is None:
+            raise ValueError(f"not a metadata test: {test!r}; allowed: {META_PATTERN}")
+        size = parse_size(m["file_size"])
+        return cls(host, array, target, int(m["files"]), size, int(m["dirs"]), m["fsync"], int(m["streams"]), int(rep))
+
+
+def is_metadata(test: str) -> bool:
+    return test.startswith("meta-")
+
+
+def meta_tests(config: dict) -> list[tuple]:
+    """The metadata test's settings per stream count, as (files, file_size, dirs, fsync, streams); none without
+    a metadata block."""
+    meta = config["metadata"]
+    if meta is None:
+        return []
+    return [(meta["files"], meta["file_size"], meta["dirs"], meta["fsync"], s) for s in config["io"]["streams"]]
+
+
 def cells(config: dict):
     """Every cell of the planned repeats (all of a fixed count, the minimum of an adaptive one): each host's,
-    then those that all hosts run at once (path arrays with all_hosts)."""
+    then those that all hosts run at once (path arrays with all_hosts); then the metadata cells of every
+    filesystem target and path array (not raw: a bare device has no files), this host's only."""
     io = config["io"]
     where = [(h, a, t) for h in hosts(config) for a in config["arrays"] for t in targets(config, a)]
     where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
@@ -371,6 +493,9 @@ def cells(config: dict):
         for rep in range(1, repeat_plan(io)["min"] + 1):
             for bs, pattern, direct, streams, iodepth, shared in tests(io):
                 yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth, shared)
+            if host != ALL_HOSTS and target != "raw":
+                for files, size, dirs, fsync, streams in meta_tests(config):
+                    yield MetaCell(host, array, target, files, size, dirs, fsync, streams, rep)
 
 
 def tests(io: dict) -> list[tuple]:

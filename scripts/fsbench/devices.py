@@ -279,6 +279,8 @@ def release(scratch) -> list[str]:
         data = Path(read_json(path)["data"])
         for f in data.glob("fsbench-*.dat"):
             f.unlink()
+        for tree in data.glob("fsbench-meta-*"):  # a metadata test's files, left by an interrupted run
+            shutil.rmtree(tree)
         if data.is_dir() and not any(data.iterdir()):
             data.rmdir()
             done.append(f"removed {data}")

@@ -47,6 +47,7 @@ class Rate:
     flags: list[str] = field(default_factory=list)
     stopped: str = ""
     no_ci: str = ""  # why there is no CI: summary.csv's ci95_note
+    unit: str = "MB/s"  # or files/s (the metadata test)
 
     def ci(self) -> str:
         return f"[{number(self.low)}–{number(self.high)}]" if pd.notna(self.low) else ""
@@ -54,7 +55,7 @@ class Rate:
     def text(self) -> str:
         if pd.isna(self.median):
             return "–"
-        out = " ".join(filter(None, [f"{number(self.median)} MB/s", self.ci(), f"n={self.n}"]))
+        out = " ".join(filter(None, [f"{number(self.median)} {self.unit}", self.ci(), f"n={self.n}"]))
         if self.no_ci and not self.ci():
             out += f", {self.no_ci}"
         if self.flags:
@@ -154,7 +155,7 @@ def _html_cell(cell, prose: bool) -> str:
         )
         stop = f'<span class="stop">stopped: {html.escape(cell.stopped)}</span>' if cell.stopped else ""
         return (
-            f'<td><span class="median">{number(cell.median)}</span> <span class="unit">MB/s</span>'
+            f'<td><span class="median">{number(cell.median)}</span> <span class="unit">{html.escape(cell.unit)}</span>'
             f'<span class="ci">{ci}</span>{flags}{stop}</td>'
         )
     if isinstance(cell, Verdict):

@@ -10,7 +10,22 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from .config import ALL_HOSTS, LOCAL, TEST_PATTERN, Cell, all_targets, fingerprint, hosts, repeat_plan, targets, tests
+from .config import (
+    ALL_HOSTS,
+    LOCAL,
+    META_PATTERN,
+    TEST_PATTERN,
+    Cell,
+    MetaCell,
+    all_targets,
+    fingerprint,
+    hosts,
+    is_metadata,
+    meta_tests,
+    repeat_plan,
+    targets,
+    tests,
+)
 from .hosts import array_dir
 
 # A cell's device steps leave a state file each (temp in Snakemake: gone once the next step has run). The
@@ -22,7 +37,7 @@ STATE_STEPS = ("mkfs", "mount", "write")
 WILDCARDS = {
     "host": "[A-Za-z0-9][A-Za-z0-9.-]*",
     "array": "[A-Za-z0-9][A-Za-z0-9_-]*",
-    "test": re.sub(r"\?P<\w+>", "?:", TEST_PATTERN),  # the same, without named groups
+    "test": re.sub(r"\?P<\w+>", "?:", f"(?:{TEST_PATTERN}|{META_PATTERN})"),  # the same, without named groups
     "rep": r"\d+",
     "k": r"\d+",
 }
@@ -57,6 +72,8 @@ class Plan:
         self.adaptive = isinstance(self.io["repeats"], dict)
         io = self.io
         self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q, sf).test for bs, p, d, s, q, sf in tests(io)]
+        # A target's metadata cells run after its block I/O cells, in each round.
+        self.tests += [MetaCell(LOCAL, "", "", *settings, 1).test for settings in meta_tests(campaign)]
         self.fingerprints = {
             (a, name): fingerprint(fs, spec)
             for a, spec in campaign["arrays"].items()
@@ -66,6 +83,8 @@ class Plan:
     @functools.cache  # noqa: B019 (one Plan per run: its cache lives as long as it)
     def cell_spec(self, host: str, array: str, target: str, test: str, rep) -> dict:
         """Everything that decides one measurement: a change to any of it re-measures the cell."""
+        if is_metadata(test):
+            return self._meta_spec(host, array, target, test, rep)
         cell = Cell.from_wildcards(host, array, target, test, rep)
         spec = self.campaign["arrays"][array]
         fs = self.campaign["filesystems"].get(target)
@@ -91,6 +110,31 @@ class Plan:
             # The fingerprint changes when anything that shapes the filesystem changes.
             "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
             # Where the array's images, mount point and state live on the host (fsbench.hosts.array_dir).
+            "workdir": str(array_dir(self.campaign["scratch"], self.campaign["campaign"], array, host)),
+        }
+
+    def _meta_spec(self, host: str, array: str, target: str, test: str, rep) -> dict:
+        cell = MetaCell.from_wildcards(host, array, target, test, rep)
+        fs = self.campaign["filesystems"].get(target)
+        return {
+            "workload": "metadata",
+            "campaign": self.campaign["campaign"],
+            "host": host,
+            "array": array,
+            "target": target,
+            "fs_type": fs["type"] if fs else target,
+            "files": cell.files,
+            "file_size": cell.file_size,
+            "dirs": cell.dirs,
+            "fsync": cell.fsync,
+            "streams": cell.streams,
+            "rep": cell.rep,
+            "test": test,
+            "data": self.io["data"],
+            "engine": "python",
+            "cache": self.io["cache"],
+            "array_spec": self.campaign["arrays"][array],
+            "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
             "workdir": str(array_dir(self.campaign["scratch"], self.campaign["campaign"], array, host)),
         }
 

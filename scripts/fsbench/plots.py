@@ -23,14 +23,17 @@ from matplotlib.ticker import PercentFormatter  # noqa: E402
 from .compare import comparisons  # noqa: E402
 from .sizes import format_size  # noqa: E402
 from .stats import (  # noqa: E402
+    PHASES,
     TEST,
     UNDECIDED,
     baseline_parts,
+    is_metadata,
     places,
     several,
     sort_rows,
     summarize,
     summarize_baselines,
+    summarize_metadata,
     test_label,
     varying,
     with_iodepth,
@@ -675,6 +678,67 @@ def _latency(measurements: pd.DataFrame) -> Figure | None:
     return fig
 
 
+def _metadata(measurements: pd.DataFrame) -> Figure:
+    """The metadata test: files per second of each phase by target, on a log axis (phases span decades: a stat
+    from a warm dentry cache is ~100 times a durable create); one panel per array and stream count."""
+    summary = summarize_metadata(measurements)
+    summary["place"] = [name for name, part in places(summary) for _ in range(len(part))]
+    panels = list(summary.groupby(["place", "streams"], sort=False))
+    targets = list(dict.fromkeys(summary["target"]))
+    colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=(max(7.0, 2.0 + 0.5 * len(targets) * 4), 4.4 * len(panels)),
+        squeeze=False,
+        layout="constrained",
+    )
+    at, width = _positions(len(targets))
+    for ax, ((place, streams), part) in zip(axes[:, 0], panels, strict=True):
+        bottom = part["median"].min() / 4
+        for _, row in part.iterrows():
+            x = at(PHASES.index(row["op"]), targets.index(row["target"]))
+            ax.bar(x, row["median"], width * 0.92, color=colours[row["target"]])
+            if pd.notna(row["ci95_low"]):
+                ax.plot([x, x], [row["ci95_low"], row["ci95_high"]], color="black", linewidth=1.2)
+            # The value inside the bar, from its foot: clear of the whisker and the dots above it.
+            ax.text(
+                x,
+                bottom * 1.25,
+                f"{row['median']:,.0f}",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                rotation=90,
+                color="white",
+                fontweight="bold",
+            )
+        mine = measurements[(measurements["array"] == part["array"].iloc[0]) & (measurements["streams"] == streams)]
+        for _, row in mine.iterrows():  # each repetition
+            x = at(PHASES.index(row["op"]), targets.index(row["target"]))
+            ax.scatter(x, row["iops"], s=14, color="black", edgecolor="white", linewidth=0.5, zorder=3)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(PHASES)), PHASES)
+        ax.set_ylim(bottom, part["median"].max() * 8)
+        ax.set_ylabel("files per second (log)")
+        ax.set_title(f"{place} — {streams} stream{'s' if streams != 1 else ''}")
+    first = summary.iloc[0]
+    fig.suptitle(
+        f"Metadata: {int(first['files'])} files of {format_size(int(first['file_size']))} per stream in "
+        f"{int(first['dirs'])} dirs\nbar = median files/s of the repetitions (value in it), whisker = 95% CI, "
+        "dot = each repetition",
+        fontsize=12,
+    )
+    fig.legend(
+        handles=[Patch(facecolor=colours[t], label=str(t)) for t in targets],
+        loc="outside lower center",
+        ncol=min(len(targets), 6),
+        frameon=False,
+        title="target",
+    )
+    return fig
+
+
 def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir, baselines=None) -> list[Path]:
     """Write throughput, efficiency (when there is raw) and durable (when there are writes) as PNG and SVG.
 
@@ -683,8 +747,11 @@ def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir, bas
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     earlier = summarize_baselines(baselines) if baselines is not None and len(baselines) else None
-    summary = summary[summary["op"].isin(OPS)]
-    measurements = measurements[measurements["op"].isin(OPS)] if len(measurements) else measurements
+    meta = measurements[is_metadata(measurements)] if len(measurements) else measurements
+    summary = summary[summary["op"].isin(OPS) & ~is_metadata(summary)]
+    measurements = (
+        measurements[measurements["op"].isin(OPS) & ~is_metadata(measurements)] if len(measurements) else measurements
+    )
     figures = []
     if not summary.empty:
         figures += [
@@ -694,6 +761,8 @@ def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir, bas
         ]
     if len(measurements):
         figures += [("iops", lambda: _iops(measurements)), ("latency", lambda: _latency(measurements))]
+    if len(meta):
+        figures.append(("metadata", lambda: _metadata(meta)))
     if earlier is not None:  # always written when there are baselines: the workflow expects the file
         figures.append(("baselines", lambda: _beside_baselines(summary, earlier)))
     paths = []

@@ -25,7 +25,12 @@ STATS = ["n", "median", "mean", "stdev", "ci95_low", "ci95_high", "cv", "efficie
 # gmean: the geometric mean, the centre of the 95 % interval; ci95_note: why a cell has no interval (else empty).
 # iops and the latency columns: medians over the repetitions (empty where the engine reports none).
 PER_OPERATION = ["iops", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us"]
+# The metadata test's cells (workload metadata: op = phase, the figure = files per second).
+META_KEYS = ["campaign", "host", "array", "target", "fs_type", "workload", "op"]
+META_KEYS += ["files", "file_size", "dirs", "streams"]
+PHASES = ["create", "stat", "read", "delete"]
 SUMMARY_COLUMNS = [*KEYS, *STATS, "median_durable", "mean_durable", "flags", "gmean", "ci95_note", *PER_OPERATION]
+SUMMARY_COLUMNS += ["workload", "unit", "files", "file_size", "dirs"]
 
 LEGEND = (
     "MB/s = 10^6 bytes/s, as dd prints it. Each cell: median of n repetitions, "
@@ -149,8 +154,51 @@ def with_iodepth(measurements: pd.DataFrame) -> pd.DataFrame:
     return measurements.assign(iodepth=depth, shared_file=shared)
 
 
+def is_metadata(frame: pd.DataFrame) -> pd.Series:
+    """Which rows are the metadata test's (workload metadata); rows without the column are block I/O."""
+    return frame["workload"].eq("metadata") if "workload" in frame else pd.Series(False, index=frame.index)
+
+
 def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
-    """One row per campaign × array × target × fs_type × op × test, with SUMMARY_COLUMNS."""
+    """One row per campaign × array × target × fs_type × op × test, with SUMMARY_COLUMNS: block I/O in MB/s,
+    then the metadata test's phases in files per second."""
+    if measurements.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    meta = is_metadata(measurements)
+    parts = [_summarize_io(measurements[~meta]), summarize_metadata(measurements[meta])]
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True)[SUMMARY_COLUMNS] if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
+
+
+def summarize_metadata(measurements: pd.DataFrame) -> pd.DataFrame:
+    """The metadata cells: per phase, files per second (iops) with the same statistics as a rate; durable =
+    files over seconds_durable (a create's syncfs included)."""
+    if measurements.empty:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS)
+    m = measurements.assign(files_per_s_durable=measurements["ops"] / measurements["seconds_durable"])
+    groups = m.groupby(META_KEYS, sort=False, dropna=False)
+    out = groups["iops"].agg(n="count", median="median", mean="mean", stdev="std")
+    out[["median_durable", "mean_durable"]] = groups["files_per_s_durable"].agg(["median", "mean"]).to_numpy()
+    out["flags"] = groups["flags"].agg(cell_flags).to_numpy() if "flags" in m else ""
+    for column in PER_OPERATION:
+        out[column] = groups[column].median().to_numpy() if column in m else np.nan
+    out = out.reset_index()
+    intervals = [log_interval(values) for _, values in groups["iops"]]
+    out["ci95_low"], out["ci95_high"], out["ci95_note"] = ([i[k] for i in intervals] for k in range(3))
+    out["gmean"] = [geometric_mean(values) for _, values in groups["iops"]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["cv"] = (out["stdev"] / out["mean"]).replace([np.inf, -np.inf], np.nan)
+    out["efficiency_vs_raw"] = np.nan
+    out["unit"] = "files/s"
+    for column in SUMMARY_COLUMNS:
+        if column not in out:
+            out[column] = np.nan
+    # Phases in their order within each target (a stable sort keeps it), targets in the campaign's.
+    out = out.sort_values("op", key=lambda ops: ops.map({p: i for i, p in enumerate(PHASES)}), kind="stable")
+    return sort_rows(out, ["campaign", "host", "array", "target", "streams"])[SUMMARY_COLUMNS]
+
+
+def _summarize_io(measurements: pd.DataFrame) -> pd.DataFrame:
     if measurements.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     measurements = with_iodepth(measurements)
@@ -173,6 +221,7 @@ def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         out["efficiency_vs_raw"] = (out["median"] / raw_median).replace([np.inf, -np.inf], np.nan)
 
+    out = out.assign(workload="io", unit="MB/s", files=np.nan, file_size=np.nan, dirs=np.nan)
     return sort_rows(out[SUMMARY_COLUMNS], ["campaign", "host", "array", "target", "op", *TEST])
 
 
@@ -286,6 +335,7 @@ def flag_above_raw(measurements: pd.DataFrame) -> pd.DataFrame:
 
 def _rate(row, stopped="") -> Rate:
     note = row.get("ci95_note")
+    unit = row.get("unit")
     return Rate(
         row["median"],
         row["ci95_low"],
@@ -294,6 +344,7 @@ def _rate(row, stopped="") -> Rate:
         split_flags(row.get("flags")),
         stopped,
         str(note) if pd.notna(note) else "",
+        str(unit) if isinstance(unit, str) else "MB/s",
     )
 
 
@@ -460,6 +511,35 @@ def _array_tables(part: pd.DataFrame) -> list:
     return blocks + stops
 
 
+def metadata_blocks(summary: pd.DataFrame) -> list:
+    """The metadata test's section: per array, files per second of each phase by target."""
+    first = summary.iloc[0]
+    said = (
+        f"{int(first['files'])} files of {format_size(int(first['file_size']))} in {int(first['dirs'])} "
+        "directories per stream"
+    )
+    blocks: list = [
+        Heading(2, "Metadata: files per second"),
+        Para(
+            f"The metadata test ({said}): each phase's files over its time, from the first stream's start to the "
+            "last one's end; median of the repetitions [95% CI of the geometric mean]. create = open, write, close "
+            "(durable: with its fsync policy's flush); the cache is made cold before stat and read."
+        ),
+    ]
+    for name, part in places(summary):
+        streams = sorted(part["streams"].unique())
+        columns = [(p, s) for s in streams for p in PHASES if ((part["op"] == p) & (part["streams"] == s)).any()]
+        label = {(p, s): p + (f" {s} streams" if len(streams) > 1 else "") for p, s in columns}
+        by_target: dict[str, dict] = {}
+        for _, r in part.iterrows():
+            by_target.setdefault(_target_name(r["target"], r["fs_type"]), {})[(r["op"], r["streams"])] = r
+        rows = [
+            [target, *(_rate(cells[k]) if k in cells else "–" for k in columns)] for target, cells in by_target.items()
+        ]
+        blocks += [Heading(3, name), Table(["target", *(label[k] for k in columns)], rows)]
+    return blocks
+
+
 def several(frame: pd.DataFrame, column: str) -> bool:
     return column in frame and frame[column].nunique(dropna=False) > 1
 
@@ -535,8 +615,11 @@ def summary_blocks(
                     + "."
                 )
             )
-        for name, part in places(summary):
+        meta = is_metadata(summary)
+        for name, part in places(summary[~meta]):
             blocks += [Heading(2, name), *_array_tables(part)]
+        if meta.any():
+            blocks += metadata_blocks(summary[meta])
     if baselines is not None and not baselines.empty:
         blocks += [
             Heading(2, "Baselines"),

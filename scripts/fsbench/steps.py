@@ -11,12 +11,13 @@ import hashlib
 import logging
 import mmap
 import os
+import shutil
 import socket
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import arrays, devices, engine, provenance, telemetry
+from . import arrays, devices, engine, metadata, provenance, telemetry
 from .arrays import ArrayState
 from .engines import run_engine
 from .hosts import check_host
@@ -169,6 +170,64 @@ def read(cell: dict, write_record: dict, workdir) -> dict:
     return done
 
 
+def measure_metadata(state: dict, cell: dict, workdir) -> dict:
+    """The metadata test (fsbench.metadata) in a folder of its own on the target; one row per phase."""
+    _ready_for_io(state, cell, workdir)
+    where = Path(state["path"]) if cell["target"] == "path" else Path(workdir) / "mnt"
+    root = where / f"fsbench-{cell['test']}-rep{cell['rep']}"
+    shutil.rmtree(root, ignore_errors=True)  # what an interrupted run left
+    root.mkdir()
+    job = metadata.MetaJob(
+        str(root), cell["streams"], cell["files"], cell["file_size"], cell["dirs"], cell["fsync"], cell["data"]
+    )
+    # stat and read must find inodes and dentries cold too: only dropping the kernel's caches (or a remount)
+    # does that; fadvise and O_DIRECT reach file data only.
+    method = "remount" if cell["cache"] == "remount" and "mount" in state else "drop"
+    try:
+        found = metadata.run(job, lambda: make_cold(engine.Job((), 1, 1), method, state, workdir))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    rows = []
+    for phase, figure in found["phases"].items():
+        row = {k: cell.get(k, "") for k in COLUMNS} | {
+            "workload": "metadata",
+            "op": phase,
+            "host": socket.gethostname(),
+            "bytes": figure["bytes"],
+            "seconds": figure["seconds"],
+            "mb_s": rate(figure["bytes"], figure["seconds"]),
+            "seconds_durable": figure["seconds_durable"],
+            "mb_s_durable": rate(figure["bytes"], figure["seconds_durable"]),
+            "cached_before": float("nan"),
+            "started_at": figure["started_at"],
+            "ops": figure["ops"],
+            "iops": figure["ops"] / figure["seconds"] if figure["seconds"] > 0 else float("nan"),
+            **{k: figure[k] for k in LATENCY_COLUMNS},
+            **dict.fromkeys(["cpu_s_per_gb", "device_bytes", "write_amplification"], float("nan")),
+        }
+        row["flags"] = flags_for(row, figure["bytes"])
+        rows.append(row)
+    return {
+        "rows": rows,
+        "row": rows[0],
+        "command": job.describe(),
+        "streams": {phase: figure["streams"] for phase, figure in found["phases"].items()},
+        "cold": found["cold"],
+        "cell": cell,
+        "setup": state,
+        "machine": provenance.machine(),
+    }
+
+
+def metadata_step(cell: dict, record: dict, workdir) -> dict:
+    """The metadata step: many small files created, stat'ed, read and deleted where the step before left the
+    target (its mount, or the path array)."""
+    done = measure_metadata(setup_for_write(cell, record, workdir), cell, workdir)
+    for row in done["rows"]:
+        log.info("%s: %d files in %.2f s, %.0f files/s", row["op"], row["ops"], row["seconds"], row["iops"])
+    return done
+
+
 def run_cell(cell: dict, workdir) -> dict:
     """Every step of one cell in order without Snakemake (a library user, the tests): the records by step."""
     records = {"prepare_array": prepare_array(cell["array_spec"], cell["array"], cell["host"], workdir)}
@@ -282,6 +341,7 @@ def _members(state: dict) -> list[str]:
 def _row(cell: dict, op: str, result: dict) -> dict:
     row = {k: cell.get(k, "") for k in COLUMNS}
     row.update(
+        workload=cell.get("workload", "io"),
         op=op,
         host=socket.gethostname(),
         bytes=result["bytes"],

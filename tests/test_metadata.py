@@ -1,0 +1,213 @@
+"""The metadata test: fsbench.metadata on real files (every phase, its rows and latencies, the inode and space
+checks, a full filesystem during create on a real tmpfs), and end to end on ext4, xfs and btrfs on one loop image
+(every phase a row per repeat, ops = files × streams, the summary section and plot, nothing left behind)."""
+
+import errno
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fsbench.config import ConfigError, MetaCell, cells, validate
+from fsbench.metadata import PHASES, MetadataError, MetaJob, check_room, run, run_phase
+from fsbench.plan import Plan
+
+from conftest import held, needs_root, private_scratch, run_campaign
+
+
+def test_every_phase_moves_every_file_and_times_each_one(tmp_path):
+    job = MetaJob(str(tmp_path), streams=2, files=300, file_size=4096, dirs=7, fsync="file")
+    colds = []
+    found = run(job, lambda: colds.append("cold") or "made cold")
+    assert list(found["phases"]) == list(PHASES) and found["cold"] == {"stat": "made cold", "read": "made cold"}
+    assert colds == ["cold", "cold"]  # before stat and before read, not before create or delete
+    for phase, figure in found["phases"].items():
+        assert figure["ops"] == 600 and len(figure["streams"]) == 2
+        assert figure["bytes"] == (600 * 4096 if phase in ("create", "read") else 0)
+        lat = [figure[k] for k in ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us")]
+        assert 0 < lat[0] and lat == sorted(lat)
+        assert all(s["latency"]["count"] == 300 for s in figure["streams"])
+        assert 0 < figure["seconds"] <= figure["seconds_durable"]
+    assert list(tmp_path.iterdir()) == []  # every tree removed
+
+
+def test_files_are_spread_over_the_streams_own_dirs_and_hold_distinct_data(tmp_path):
+    job = MetaJob(str(tmp_path), streams=2, files=20, file_size=64, dirs=3)
+    from fsbench.metadata import make_trees
+
+    make_trees(job)
+    run_phase(job, "create")
+    made = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("f*"))
+    assert len(made) == 40 and {m.split("/")[0] for m in made} == {"stream0", "stream1"}
+    assert {m.split("/")[1] for m in made} == {"d0", "d1", "d2"}
+    contents = {p.read_bytes() for p in tmp_path.rglob("f*")}
+    assert len(contents) == 40 and all(len(c) == 64 for c in contents)  # no two files alike (stamped)
+    read = run_phase(job, "read")
+    assert read["bytes"] == 40 * 64
+    run_phase(job, "delete")
+    assert not list(tmp_path.rglob("f*"))
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A tmpfs of 200 inodes and 2 MiB, ours, always unmounted."""
+    where = tmp_path / "tiny"
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,nr_inodes=200", "fsbench-test", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=True)
+
+
+@needs_root
+def test_too_few_inodes_or_too_little_space_is_refused_before_the_first_file(tiny_tmpfs):
+    with pytest.raises(MetadataError, match=r"not enough free inodes under .*needs 1002 .*199 are free of 200"):
+        check_room(MetaJob(str(tiny_tmpfs), 1, 1000, 16, 1))
+    with pytest.raises(MetadataError, match=r"not enough space under .*needs up to 3072000 bytes"):
+        check_room(MetaJob(str(tiny_tmpfs), 1, 150, 16384, 1))
+    assert list(tiny_tmpfs.iterdir()) == []
+
+
+@needs_root
+def test_a_filesystem_that_fills_during_create_fails_the_phase_by_name(tiny_tmpfs):
+    """Past the check (run_phase alone), the kernel's ENOSPC on the 200th inode: the phase fails naming why."""
+    job = MetaJob(str(tiny_tmpfs), streams=2, files=150, file_size=16, dirs=1)
+    from fsbench.metadata import make_trees, remove_trees
+
+    make_trees(job)
+    try:
+        with pytest.raises(MetadataError, match="create failed in .* stream.*ran out of space or inodes"):
+            run_phase(job, "create")
+    finally:
+        remove_trees(job)
+    assert list(tiny_tmpfs.iterdir()) == []
+    assert errno.ENOSPC  # the kernel's answer the message stands for
+
+
+GOOD = {
+    "campaign": "m",
+    "scratch": "/var/tmp/fsbench-meta-test",
+    "arrays": {"a": {"kind": "loop", "size": "1GiB"}},
+    "filesystems": {"ext4": {"type": "ext4"}, "xfs": {"type": "xfs"}},
+    "io": {"size": "64MiB", "block_sizes": ["1MiB"], "repeats": 2},
+    "metadata": {"files": 1000},
+}
+
+
+def test_metadata_cells_for_every_filesystem_target_not_raw_and_their_paths():
+    c = validate(GOOD)
+    assert c["metadata"] == {"files": 1000, "file_size": 4096, "dirs": 10, "fsync": "end"}
+    meta = [x for x in cells(c) if isinstance(x, MetaCell)]
+    assert [(x.target, x.rep, x.test) for x in meta] == [
+        (t, r, "meta-1000f-4KiB-10d-end-1s") for t in ("ext4", "xfs") for r in (1, 2)
+    ]
+    assert MetaCell.from_wildcards("local", "a", "xfs", meta[0].test, 2) == meta[-1]
+    plan = Plan(c)
+    spec = plan.cell_spec("local", "a", "xfs", meta[0].test, "1")
+    assert spec["workload"] == "metadata" and (spec["files"], spec["file_size"], spec["dirs"]) == (1000, 4096, 10)
+    # After the block I/O cells of its target, in each round.
+    io = plan.tests[0]
+    assert plan.priority("local", "a", "xfs", io, 1) > plan.priority("local", "a", "xfs", meta[0].test, 1)
+    assert plan.priority("local", "a", "xfs", meta[0].test, 1) > plan.priority("local", "a", "raw", io, 2)
+    assert not [x for x in cells(validate(GOOD | {"metadata": None})) if isinstance(x, MetaCell)]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "fs", "message"),
+    [
+        ({"files": 0}, None, r"'metadata.files': value 0"),
+        ({"dirs": 0}, None, r"'metadata.dirs': value 0"),
+        ({"file_size": "4Q"}, None, r"'metadata.file_size': value '4Q'"),
+        ({"fsync": "always"}, None, r"'metadata.fsync': value 'always'.*one of none .*, file .*, end"),
+        ({"flies": 3}, None, r"'metadata.flies' is not known \(did you mean 'files'\?\)"),
+        ({"files": 20000}, {"type": "ext3", "mkfs": ["-T", "largefile4"]}, r"'filesystems.e.mkfs'.*20027 inodes"),
+        ({"files": 200000, "file_size": "16KiB"}, None, r"'arrays.a.size'.*for the metadata test"),
+    ],
+)
+def test_bad_metadata_settings_are_refused_naming_the_key(metadata, fs, message):
+    config = GOOD | {"metadata": metadata} | ({"filesystems": {"e": fs}} if fs else {})
+    with pytest.raises(ConfigError, match=message):
+        validate(config)
+
+
+# End to end ------------------------------------------------------------------------------------------------------
+
+FILES = 1500
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """ext4, xfs and btrfs on one RAM-backed loop image, the metadata test with 2 streams, 2 repeats."""
+    work = tmp_path_factory.mktemp("meta")
+    with private_scratch(Path("/dev/shm/fsbench-test")) as scratch:
+        config = {
+            "campaign": "meta",
+            "scratch": str(scratch),
+            "arrays": {"ram": {"kind": "loop", "size": "512MiB"}},
+            "raw": False,
+            "filesystems": {"ext4": {"type": "ext4"}, "xfs": {"type": "xfs"}, "btrfs": {"type": "btrfs"}},
+            "io": {"size": "16MiB", "block_sizes": ["1MiB"], "streams": [2], "repeats": 2},
+            "metadata": {"files": FILES, "file_size": "4KiB", "dirs": 10},
+        }
+        run_campaign(work, config)
+        assert not held(scratch)
+        yield work / "results/meta"
+
+
+@needs_root
+@pytest.mark.e2e
+def test_every_phase_of_every_filesystem_has_its_rows(campaign):
+    df = pd.read_csv(campaign / "measurements.csv")
+    meta = df[df["workload"] == "metadata"]
+    assert set(df["workload"]) == {"io", "metadata"}
+    assert len(meta) == 3 * 2 * 4  # targets × repeats × phases
+    for (target, rep), rows in meta.groupby(["target", "rep"]):
+        assert list(rows["op"]) == list(PHASES), (target, rep)
+        assert (rows["ops"] == FILES * 2).all() and (rows["files"] == FILES).all() and (rows["dirs"] == 10).all()
+        assert (rows["iops"] > 0).all() and (rows["lat_p50_us"] <= rows["lat_p99_us"]).all()
+        create = rows[rows["op"] == "create"].iloc[0]
+        assert create["bytes"] == FILES * 2 * 4096 and create["seconds"] <= create["seconds_durable"]
+        record = json.loads((Path(campaign).parents[1] / create["record"]).read_text())
+        assert record["cold"]["stat"].startswith("sync") and "syncfs at the end" in record["command"]
+    io = df[df["workload"] == "io"]
+    assert len(io) == 3 * 2 * 2 and io["files"].isna().all()
+
+
+@needs_root
+@pytest.mark.e2e
+def test_the_summary_and_the_plot_show_the_phases(campaign):
+    summary = pd.read_csv(campaign / "summary.csv")
+    meta = summary[summary["workload"] == "metadata"]
+    assert len(meta) == 3 * 4 and (meta["unit"] == "files/s").all() and (meta["n"] == 2).all()
+    assert sorted(meta["target"].drop_duplicates()) == ["btrfs", "ext4", "xfs"]
+    assert all(list(rows["op"]) == list(PHASES) for _, rows in meta.groupby("target"))
+    assert (meta["ci95_low"] > 0).all()
+    text = (campaign / "summary.md").read_text()
+    assert "## Metadata: files per second" in text and "| target | create | stat | read | delete |" in text
+    assert (
+        "files/s [" in (campaign / "summary.html").read_text() or "files/s" in (campaign / "summary.html").read_text()
+    )
+    assert (campaign / "plots/metadata.png").stat().st_size > 10_000
+    # Only block I/O is compared; the metadata rows stay out of comparisons.csv.
+    comparisons = pd.read_csv(campaign / "comparisons.csv")
+    assert not comparisons["op"].isin(["create", "stat", "delete"]).any()
+
+
+@needs_root
+@pytest.mark.e2e
+def test_a_path_array_with_too_few_inodes_fails_cleanly_and_records_nothing(tiny_tmpfs, scratch, tmp_path):
+    config = {
+        "campaign": "tight",
+        "scratch": str(scratch),
+        "arrays": {"p": {"kind": "path", "path": str(tiny_tmpfs)}},
+        "io": {"size": "1MiB", "block_sizes": ["1MiB"], "repeats": 1},
+        "metadata": {"files": 1000, "file_size": "16B", "dirs": 2},
+    }
+    proc = run_campaign(tmp_path, config, check=False)
+    assert proc.returncode != 0
+    assert "fsbench: metadata of p/path/meta-1000f-16B-2d-end-1s rep 1: not enough free inodes" in proc.stderr
+    assert not list((tmp_path / "results/tight/runs").rglob("metadata.json"))
+    assert list(tiny_tmpfs.iterdir()) == [] and not held(scratch)
