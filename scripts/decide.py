@@ -8,9 +8,18 @@ from fsbench.stats import repeat_decision
 from fsbench.steplog import run_step
 
 
+def rows_of(paths):
+    """The measurement rows of records: one a write or read, two a mix's read (none its layout write)."""
+    found = []
+    for path in paths:
+        record = read_json(path)
+        found += record.get("rows", [record["row"]])
+    return found
+
+
 def decide(own, others, plan):
-    rows = [read_json(p)["row"] for p in own]
-    asked = questions(pd.DataFrame(rows), pd.DataFrame([read_json(p)["row"] for p in others]), plan["max"])
+    rows = rows_of(own)
+    asked = questions(pd.DataFrame(rows), pd.DataFrame(rows_of(others)), plan["max"])
     return repeat_decision(rows, plan, asked if plan["decide"] else None)
 
 

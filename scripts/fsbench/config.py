@@ -27,6 +27,8 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 # Space a filesystem needs beyond its data (journal, metadata, reserved blocks),
 # as a fraction of the image, with a floor: xfs refuses images under 300 MiB.
 FS_OVERHEAD = 0.10
+# Patterns that read and write in one run (io.rwmix_read of the operations read).
+MIXED = {"randrw", "rw"}
 FS_MIN_IMAGE = {"xfs": 300 * 2**20, "btrfs": 128 * 2**20}
 # O_DIRECT needs block sizes (and buffers) aligned to the device's logical block; 4 KiB covers all.
 DIRECT_ALIGN = 4096
@@ -137,9 +139,12 @@ def _check_semantics(config: dict) -> None:
                 f"a divisor of io.size ({format_size(io['size'])}), "
                 "so that count = size / block size moves exactly io.size bytes",
             )
-    if io["engine"] == "dd" and "rand" in io["patterns"]:
-        allowed = "seq only with io.engine dd (dd cannot seek at random; use python or fio)"
+    if io["engine"] == "dd" and set(io["patterns"]) != {"seq"}:
+        allowed = "seq only with io.engine dd (dd cannot seek at random nor mix reads and writes; use python or fio)"
         raise _fail("io.patterns", io["patterns"], allowed)
+    if io["engine"] == "python" and MIXED & set(io["patterns"]) and max(io["iodepth"]) > 1:
+        allowed = "[1] with io.engine python and a mixed pattern (it mixes one call at a time; fio mixes at depth)"
+        raise _fail("io.iodepth", io["iodepth"], allowed)
     if True in io["shared_file"] and io["engine"] == "dd":
         allowed = "[false] with io.engine dd (dd writes one run of blocks, it cannot interleave; use python or fio)"
         raise _fail("io.shared_file", io["shared_file"], allowed)
@@ -356,7 +361,7 @@ def repeat_plan(io: dict) -> dict:
 # How a cell's test is spelled in its path, e.g. seq-1MiB-buffered-1s, rand-4KiB-direct-1s-qd32 (the queue
 # depth only above 1, so that paths of depth-1 cells read as they always did); one regex reads it back.
 TEST_PATTERN = (
-    r"(?P<pattern>seq|rand)-(?P<bs>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<io>buffered|direct)-(?P<streams>\d+)s"
+    r"(?P<pattern>seq|randrw|rand|rw)-(?P<bs>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<io>buffered|direct)-(?P<streams>\d+)s"
     r"(?:-qd(?P<iodepth>[1-9]\d*))?(?:-(?P<shared>shared))?"
 )
 TEST_RE = re.compile(TEST_PATTERN)

@@ -2,7 +2,7 @@
 
 from typing import Protocol
 
-from . import ddengine, engine, fioengine
+from . import ddengine, engine, fioengine, mixed
 from .engine import Job
 
 
@@ -22,3 +22,12 @@ def run_engine(name: str, op: str, job: Job) -> dict:
     """`op` (write or read) of `job` with engine `name` (config io.engine: its schema lists the same names)."""
     chosen = ENGINES[name]
     return {"write": chosen.write, "read": chosen.read}[op](job)
+
+
+def run_mixed(name: str, job: Job, rwmix_read: int) -> dict:
+    """A mix of reads and writes (patterns randrw, rw): {"read": figure, "write": figure}; python and fio only."""
+    if name == "python":
+        return mixed.run(job, rwmix_read)
+    if name == "fio":
+        return fioengine.mixed(job, rwmix_read)
+    raise ValueError(f"engine {name}: mixed reads and writes need io.engine python or fio")

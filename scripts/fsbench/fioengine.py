@@ -25,10 +25,13 @@ def _escape(path: str) -> str:
     return path.replace(":", "\\:")  # fio splits filename= on ':' (several files per job) unless escaped
 
 
-def job_file(job: Job, op: str) -> str:
-    """The fio job file (ini text) that moves job.size bytes per stream, all streams at once."""
-    if op not in ("write", "read"):
-        raise ValueError(f"fio engine: op must be write or read, not {op!r}")
+def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
+    """The fio job file (ini text) that moves job.size bytes per stream, all streams at once; op `mixed`: reads
+    and writes (rw / randrw) with rwmix_read percent of the operations reads."""
+    if op not in ("write", "read", "mixed"):
+        raise ValueError(f"fio engine: op must be write, read or mixed, not {op!r}")
+    if (op == "mixed") != (rwmix_read is not None):
+        raise ValueError("fio engine: rwmix_read goes with op mixed, and only with it")
     if job.pattern not in ("seq", "rand"):
         raise ValueError(f"fio engine: unknown pattern {job.pattern!r}; allowed: seq, rand")
     if job.data not in ("zero", "random"):
@@ -46,7 +49,8 @@ def job_file(job: Job, op: str) -> str:
         f"bs={job.block_size}",
         f"size={job.size}",
         f"direct={int(job.direct)}",
-        f"rw={'rand' if job.pattern == 'rand' else ''}{op}{skip}",
+        f"rw={'rand' if job.pattern == 'rand' else ''}{'rw' if op == 'mixed' else op}{skip}",
+        *([f"rwmixread={rwmix_read}"] if op == "mixed" else []),
         # rand: every block exactly once (the random map), in an order fixed by the job's seed.
         "norandommap=0",
         "randrepeat=0",
@@ -54,7 +58,7 @@ def job_file(job: Job, op: str) -> str:
         f"randseed={job.seed}",
         "invalidate=0",  # the caller made and measured the cache state; fio must not drop it again
         "fallocate=none",  # blocks are allocated by the writes themselves, as with dd and the python engine
-        *(["end_fsync=1"] if op == "write" else []),
+        *(["end_fsync=1"] if op in ("write", "mixed") else []),
         # random: fresh random bytes in every buffer (incompressible, no dedupe); zero: like /dev/zero.
         "refill_buffers=1" if job.data == "random" else "zero_buffers=1",
         "thread",
@@ -71,8 +75,9 @@ def job_file(job: Job, op: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _run(job: Job, op: str, every: float) -> dict:
-    text = job_file(job, op)
+def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict:
+    """Run fio on the job; its figure for `op`, or for a mix {"read": figure, "write": figure}."""
+    text = job_file(job, op, rwmix_read)
     total = job.size * len(job.streams)
     fd, path = tempfile.mkstemp(prefix="fsbench-", suffix=".fio")
     try:
@@ -104,47 +109,56 @@ def _run(job: Job, op: str, every: float) -> dict:
     except ValueError:
         raise ToolError(f"{shlex.join(argv)} failed (exit {proc.returncode}), no JSON report: {said}") from None
     jobs = {j["jobname"]: j for j in report.get("jobs", [])}
-    streams = []
+    sections = ["read", "write"] if op == "mixed" else [op]
+    streams = {section: [] for section in sections}
     for i, stream in enumerate(job.streams):
         j = jobs.get(f"stream{i}")
         if j is None:
             raise ToolError(f"{shlex.join(argv)}: no result for [stream{i}] ({stream.path}) in fio's report: {said}")
-        io = j[op]
         if j["error"] or proc.returncode:
             err = f"error {j['error']} ({os.strerror(j['error'])})" if j["error"] else f"exit {proc.returncode}"
             raise ToolError(f"fio {op} of {stream.path} failed, {err}: {said}")
-        if io["io_bytes"] != job.size:
-            raise ToolError(f"fio {op} of {stream.path} moved {io['io_bytes']} bytes, expected {job.size}: {said}")
-        # psync: the calls' time; at a depth above 1 calls overlap, and runtime (whole ms) is all there is.
-        seconds = io["lat_ns"]["mean"] * io["total_ios"] / 1e9 if job.iodepth == 1 else io["runtime"] / 1000
-        # runtime is in whole ms and includes the writes: never report durable below what it contains.
-        durable = max(io["runtime"] / 1000, seconds) if op == "write" else seconds
-        # fio starts its jobs together and does not report when each started; each stream is timed from
-        # the common launch, so fio's own start-up before the first I/O is excluded from every figure.
-        streams.append(
-            {
-                "path": stream.path,
-                "offset": stream.offset,
-                "bytes": io["io_bytes"],
-                "start": launched,
-                "end": launched + seconds,
-                "end_durable": launched + durable,
-                "seconds": seconds,
-                "seconds_durable": durable,
-                "fio_runtime_ms": io["runtime"],
-                "fio_lat_ns_mean": io["lat_ns"]["mean"],
-                "fio_total_ios": io["total_ios"],
-                "fio_wall_seconds": wall,
-                "ops": io["total_ios"],
-                "latency": _latency(io["clat_ns"]).as_record(),
-            }
-        )
-    result = aggregate(streams, command)
-    # All streams share one start, so aggregate's figures are the longest stream's; taken directly they
-    # keep the ns resolution that epoch floats (~0.2 us steps) would round away.
-    result["seconds"] = max(s["seconds"] for s in streams)
-    result["seconds_durable"] = max(s["seconds_durable"] for s in streams)
-    return result
+        moved = sum(j[section]["io_bytes"] for section in sections)
+        if moved != job.size:
+            raise ToolError(f"fio {op} of {stream.path} moved {moved} bytes, expected {job.size}: {said}")
+        # A mix's reads and writes share its wall time (runtime: whole ms, the final fsync included).
+        mix = max(j[section]["runtime"] for section in sections) / 1000
+        for section in sections:
+            io = j[section]
+            # psync: the calls' time; at a depth above 1 calls overlap, and runtime (whole ms) is all there is.
+            seconds = io["lat_ns"]["mean"] * io["total_ios"] / 1e9 if job.iodepth == 1 else io["runtime"] / 1000
+            seconds = mix if op == "mixed" else seconds
+            # runtime is in whole ms and includes the writes: never report durable below what it contains.
+            durable = max(io["runtime"] / 1000, seconds) if section == "write" else seconds
+            # fio starts its jobs together and does not report when each started; each stream is timed from
+            # the common launch, so fio's own start-up before the first I/O is excluded from every figure.
+            streams[section].append(
+                {
+                    "path": stream.path,
+                    "offset": stream.offset,
+                    "bytes": io["io_bytes"],
+                    "start": launched,
+                    "end": launched + seconds,
+                    "end_durable": launched + durable,
+                    "seconds": seconds,
+                    "seconds_durable": durable,
+                    "fio_runtime_ms": io["runtime"],
+                    "fio_lat_ns_mean": io["lat_ns"]["mean"],
+                    "fio_total_ios": io["total_ios"],
+                    "fio_wall_seconds": wall,
+                    "ops": io["total_ios"],
+                    "latency": _latency(io["clat_ns"]).as_record(),
+                }
+            )
+    figures = {}
+    for section, found in streams.items():
+        result = aggregate(found, command)
+        # All streams share one start, so aggregate's figures are the longest stream's; taken directly they
+        # keep the ns resolution that epoch floats (~0.2 us steps) would round away.
+        result["seconds"] = max(s["seconds"] for s in found)
+        result["seconds_durable"] = max(s["seconds_durable"] for s in found)
+        figures[section] = result
+    return figures if op == "mixed" else figures[op]
 
 
 def _async_engine() -> str:
@@ -164,9 +178,21 @@ def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     return _run(job, "write", every)
 
 
+def mixed(job: Job, rwmix_read: int, every: float = PROGRESS_SECONDS) -> dict:
+    """Reads and writes of files that hold job.size bytes each (rw / randrw, rwmix_read % reads), flushed at the end
+    (end_fsync=1): {"read": figure, "write": figure}, both over the mix's time."""
+    _check_readable(job)
+    return _run(job, "mixed", every, rwmix_read)
+
+
 def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Read job.size bytes of every stream at once (progress every `every` s). Files must already hold
     job.size bytes."""
+    _check_readable(job)
+    return _run(job, "read", every)
+
+
+def _check_readable(job: Job) -> None:
     for stream in job.streams:
         # fio would silently lay out (write) a missing or short file first, then "read" it from page cache.
         have = os.path.getsize(stream.path) if os.path.exists(stream.path) else None
@@ -176,4 +202,3 @@ def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
                 + ("does not exist" if have is None else f"holds {have} bytes")
                 + "; write it first"
             )
-    return _run(job, "read", every)

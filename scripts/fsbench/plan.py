@@ -14,6 +14,7 @@ from .config import (
     ALL_HOSTS,
     LOCAL,
     META_PATTERN,
+    MIXED,
     TEST_PATTERN,
     Cell,
     MetaCell,
@@ -100,6 +101,8 @@ class Plan:
             "streams": cell.streams,
             "iodepth": cell.iodepth,
             "shared_file": cell.shared_file,
+            # Only where it matters: a new rwmix_read re-measures the mixed cells, no others.
+            **({"rwmix_read": self.io["rwmix_read"]} if cell.pattern in MIXED else {}),
             "rep": cell.rep,
             "test": test,
             "size": self.io["size"],

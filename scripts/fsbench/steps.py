@@ -19,7 +19,8 @@ from pathlib import Path
 
 from . import arrays, devices, engine, metadata, provenance, telemetry
 from .arrays import ArrayState
-from .engines import run_engine
+from .config import MIXED
+from .engines import run_engine, run_mixed
 from .hosts import check_host
 from .latency import COLUMNS as LATENCY_COLUMNS
 from .records import COLUMNS, flags_for, rate
@@ -276,11 +277,15 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
         )
     direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
     seed = int(hashlib.sha256(f"{cell['test']}/{cell['rep']}".encode()).hexdigest()[:8], 16)
+    # A mixed cell's write lays its files down in order; its read step runs the mix, at random for randrw.
+    pattern = cell["pattern"]
+    if pattern in MIXED:
+        pattern = "seq" if op == "write" or pattern == "rw" else "rand"
     return engine.Job(
         streams,
         size,
         cell["block_size"],
-        cell["pattern"],
+        pattern,
         direct,
         cell["data"],
         seed,
@@ -421,7 +426,10 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
                 "head_sha256": _head(stream),
             }
         )
-    return measurement_record(cell, "write", result, state, identity=identity)
+    record = measurement_record(cell, "write", result, state, identity=identity)
+    if cell["pattern"] in MIXED:  # the layout of a mix, not a measurement: the read step's mix gives its rows
+        record |= {"rows": [], "layout": True}
+    return record
 
 
 def make_cold(job: engine.Job, method: str, state: dict, workdir) -> str:
@@ -456,12 +464,36 @@ def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
     cached = [engine.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
+    if cell["pattern"] in MIXED:
+        return _measure_mix(job, cell, state, workdir, how, cached)
     with telemetry.measured("read", _members(state)) as found:
         result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
     result |= telemetry.columns("read", result["bytes"], found)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
         os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
     return measurement_record(cell, "read", result, state, cache_method=how, cached_before_per_stream=cached)
+
+
+def _measure_mix(job: engine.Job, cell: dict, state: dict, workdir, how: str, cached: list) -> dict:
+    """A mixed cell's measurement, on the files its write laid down and from a cold cache: two rows, op read
+    and op write, of the same run."""
+    members = _members(state)
+    with telemetry.measured("read", members) as reads, telemetry.measured("write", members) as writes:
+        found = run_mixed(cell["engine"], job, cell["rwmix_read"])
+    total = found["read"]["bytes"] + found["write"]["bytes"]
+    rows = []
+    for op, seen in (("read", reads), ("write", writes)):
+        result = (
+            found[op] | {"cached_before": sum(cached) / len(cached)} | telemetry.columns(op, found[op]["bytes"], seen)
+        )
+        result["cpu_s_per_gb"] = seen["cpu_seconds"] / (total / 1e9) if total else float("nan")  # one run's CPU
+        row = _row(cell, op, result) | ({"fs_type": state["fs_type"]} if cell["target"] == "path" else {})
+        row["flags"] = flags_for(row, row["bytes"])  # a mix moves its share of the cell's bytes each way
+        rows.append(row)
+    for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
+        os.unlink(path)
+    record = measurement_record(cell, "read", found["read"], state, cache_method=how, cached_before_per_stream=cached)
+    return record | {"row": rows[0], "rows": rows, "mix": {"rwmix_read": cell["rwmix_read"], "write": found["write"]}}
 
 
 def _check_identity(stream: engine.Stream, ident: dict) -> None:
