@@ -24,6 +24,7 @@ import yaml
 from fsbench import devices
 
 from conftest import (
+    LIMITS,
     REPO,
     SNAKEMAKE,
     all_loop_devices,
@@ -137,8 +138,8 @@ def write_under_way(tmp_path, scratch, config):
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(cfg)]
     # The campaign takes the first free loop device: make sure one exists (losetup -f makes it) and is held
-    # back with the others before the run starts. Another program on this machine may still take it first:
-    # every device that appears meanwhile is held back too, as soon as it is seen.
+    # back with the others before the run starts. Another program on this machine may still take it first,
+    # or lift the (machine-wide) limits: every device is held back again every 20 ms while the run lasts.
     subprocess.run(["losetup", "-f"], check=True, capture_output=True)
     loops = set(all_loop_devices())
     for dev in loops:
@@ -146,10 +147,11 @@ def write_under_way(tmp_path, scratch, config):
     stop = threading.Event()
 
     def hold_new_devices():
-        while not stop.wait(0.01):
-            for dev in set(all_loop_devices()) - loops:
+        while not stop.wait(0.02):
+            loops.update(all_loop_devices())
+            held_back = {line.split()[0] for line in LIMITS[0].read_text().splitlines() if line.strip()}
+            for dev in loops - held_back:  # only where the limit is missing: setting it again restarts it
                 throttle(dev, 8 * 10**6)
-                loops.add(dev)
 
     watcher = threading.Thread(target=hold_new_devices)
     watcher.start()
