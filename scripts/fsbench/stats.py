@@ -170,29 +170,33 @@ def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[SUMMARY_COLUMNS] if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
 
 
+def _cell_stats(measurements: pd.DataFrame, keys: list[str], figure: str, durable: str) -> pd.DataFrame:
+    """Per cell (`keys`): n, median, mean, stdev, the CI of the geometric mean, cv of `figure`; the median and mean
+    of `durable`; the cell's flags and the medians of the per-operation columns."""
+    groups = measurements.groupby(keys, sort=False, dropna=False)
+    out = groups[figure].agg(n="count", median="median", mean="mean", stdev="std")
+    out[["median_durable", "mean_durable"]] = groups[durable].agg(["median", "mean"]).to_numpy()
+    out["flags"] = groups["flags"].agg(cell_flags).to_numpy() if "flags" in measurements else ""
+    for column in PER_OPERATION:
+        out[column] = groups[column].median().to_numpy() if column in measurements else np.nan
+    out = out.reset_index()
+    intervals = [log_interval(values) for _, values in groups[figure]]
+    out["ci95_low"], out["ci95_high"], out["ci95_note"] = ([i[k] for i in intervals] for k in range(3))
+    out["gmean"] = [geometric_mean(values) for _, values in groups[figure]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["cv"] = (out["stdev"] / out["mean"]).replace([np.inf, -np.inf], np.nan)
+    return out
+
+
 def summarize_metadata(measurements: pd.DataFrame) -> pd.DataFrame:
     """The metadata cells: per phase, files per second (iops) with the same statistics as a rate; durable =
     files over seconds_durable (a create's syncfs included)."""
     if measurements.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     m = measurements.assign(files_per_s_durable=measurements["ops"] / measurements["seconds_durable"])
-    groups = m.groupby(META_KEYS, sort=False, dropna=False)
-    out = groups["iops"].agg(n="count", median="median", mean="mean", stdev="std")
-    out[["median_durable", "mean_durable"]] = groups["files_per_s_durable"].agg(["median", "mean"]).to_numpy()
-    out["flags"] = groups["flags"].agg(cell_flags).to_numpy() if "flags" in m else ""
-    for column in PER_OPERATION:
-        out[column] = groups[column].median().to_numpy() if column in m else np.nan
-    out = out.reset_index()
-    intervals = [log_interval(values) for _, values in groups["iops"]]
-    out["ci95_low"], out["ci95_high"], out["ci95_note"] = ([i[k] for i in intervals] for k in range(3))
-    out["gmean"] = [geometric_mean(values) for _, values in groups["iops"]]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["cv"] = (out["stdev"] / out["mean"]).replace([np.inf, -np.inf], np.nan)
-    out["efficiency_vs_raw"] = np.nan
-    out["unit"] = "files/s"
-    for column in SUMMARY_COLUMNS:
-        if column not in out:
-            out[column] = np.nan
+    out = _cell_stats(m, META_KEYS, "iops", "files_per_s_durable")
+    out = out.assign(efficiency_vs_raw=np.nan, unit="files/s")
+    out = out.assign(**{c: np.nan for c in SUMMARY_COLUMNS if c not in out})
     # Phases in their order within each target (a stable sort keeps it), targets in the campaign's.
     out = out.sort_values("op", key=lambda ops: ops.map({p: i for i, p in enumerate(PHASES)}), kind="stable")
     return sort_rows(out, ["campaign", "host", "array", "target", "streams"])[SUMMARY_COLUMNS]
@@ -201,20 +205,7 @@ def summarize_metadata(measurements: pd.DataFrame) -> pd.DataFrame:
 def _summarize_io(measurements: pd.DataFrame) -> pd.DataFrame:
     if measurements.empty:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
-    measurements = with_iodepth(measurements)
-    groups = measurements.groupby(KEYS, sort=False, dropna=False)
-    out = groups["mb_s"].agg(n="count", median="median", mean="mean", stdev="std")
-    out[["median_durable", "mean_durable"]] = groups["mb_s_durable"].agg(["median", "mean"]).to_numpy()
-    out["flags"] = groups["flags"].agg(cell_flags).to_numpy() if "flags" in measurements else ""
-    for column in PER_OPERATION:
-        out[column] = groups[column].median().to_numpy() if column in measurements else np.nan
-    out = out.reset_index()
-
-    intervals = [log_interval(values) for _, values in groups["mb_s"]]
-    out["ci95_low"], out["ci95_high"], out["ci95_note"] = ([i[k] for i in intervals] for k in range(3))
-    out["gmean"] = [geometric_mean(values) for _, values in groups["mb_s"]]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out["cv"] = (out["stdev"] / out["mean"]).replace([np.inf, -np.inf], np.nan)
+    out = _cell_stats(with_iodepth(measurements), KEYS, "mb_s", "mb_s_durable")
 
     raw = out[out["target"] == "raw"].groupby(CELL, sort=False, dropna=False)["median"].first()
     raw_median = out[CELL].join(raw.rename("_raw"), on=CELL)["_raw"]
