@@ -123,7 +123,8 @@ def cell_outputs(host=None, array=None):
     found = []
     for c in campaign_config.cells(CAMPAIGN):
         if host in (None, c.host) and array in (None, c.array):
-            if isinstance(c, campaign_config.MetaCell):  # repeats: a fixed count, or an adaptive one's min
+            # A metadata cell's repeats: a fixed count, or an adaptive campaign's min.
+            if isinstance(c, campaign_config.MetaCell):
                 found.append(record_file("metadata", c.rep, c.path))
             elif not PLAN.adaptive:
                 found += [record_file(op, c.rep, c.path) for op in ("write", "read")]
