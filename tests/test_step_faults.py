@@ -156,7 +156,15 @@ def write_under_way(tmp_path, scratch, config):
     watcher = threading.Thread(target=hold_new_devices)
     watcher.start()
     run = subprocess.Popen(
-        argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        argv,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        # As from a terminal: a test run started in the background (`make test &`) ignores SIGINT, and the
+        # campaign would inherit that and let Ctrl-C pass.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         for _ in range(1200):
