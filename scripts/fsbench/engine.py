@@ -26,10 +26,12 @@ import numpy
 from .latency import SUB, SUB_BITS, Histogram
 
 PAGE = mmap.PAGESIZE
-# Each stream writes random data from its own pool of this many bytes (or one block, if larger), block after
-# block. Small enough to stay in the CPU cache: a 16 MiB pool cost ~4 µs per 64 KiB write over one buffer, and
-# writes of 1 MiB reached 0.71-0.78 of fio's rate (docs/bench-engines.md); fio reuses one buffer. Large enough
-# that no compressor working in chunks of up to 128 KiB (btrfs, ZFS's default record) sees a block repeat in one.
+# Each stream writes random data from its own pool of this many bytes (or one block, if larger): the block for
+# file position p (in blocks) is p modulo the pool's blocks, so no two blocks within POOL_BYTES of each other in
+# the file come from the same bytes, whatever the order they are written in, and no compressor working in
+# chunks of up to 256 KiB (btrfs's 128 KiB, ZFS's default 128 KiB record) finds a repeat. Small enough to stay
+# in the CPU cache: a 16 MiB pool cost ~4 µs per 64 KiB write over one buffer, and writes of 1 MiB reached
+# 0.71-0.78 of fio's rate (docs/bench-engines.md); fio reuses one buffer.
 POOL_BYTES = 256 * 2**10
 # Like fio's scramble_buffers, every STAMP_BYTES of a written block (every block, if smaller) starts with the
 # write's byte offset, so that no two 4 KiB pieces a stream writes are alike: a pool that repeats gives a
@@ -109,8 +111,8 @@ class DataPool:
     """One stream's write data: a page-aligned buffer (fit for O_DIRECT) of random or zero bytes in `blocks`,
     block-sized slices, and `stamps[i](offset)` writing the offset into block i (None for zero data)."""
 
-    def __init__(self, block_size: int, data: str, at_least: int = 1):
-        count = max(at_least, POOL_BYTES // block_size, 1)
+    def __init__(self, block_size: int, data: str, count: int | None = None):
+        count = count or max(POOL_BYTES // block_size, 1)
         self._mmap = mmap.mmap(-1, count * block_size)
         if data == "random":
             step = 2**20
@@ -196,8 +198,8 @@ def _write_stream(job: Job, index: int, start_line: threading.Barrier, done: lis
         start_line.wait()
         start = _clock()
         last = ns()
-        for k, off in enumerate(where):
-            b = k % nblocks
+        for off in where:
+            b = off // bs % nblocks
             if stamps:
                 stamps[b](off)
             block = blocks[b]
@@ -283,9 +285,10 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list
 def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Barrier, done: list) -> dict:
     """One stream with job.iodepth I/Os always in flight (io_uring): as one completes, the next is queued.
 
-    One clock read per reaped batch of completions (not per I/O): a call's latency runs from the clock read
-    before the submission that sent it (its batch's, or the start's) to the one after the wait that reaped it,
-    so it also holds the loop's work on the rest of that batch. Writes are flushed (fsync) once all have
+    Work is done per reaped batch where it can be: one clock read per batch (not per I/O), so a call's latency
+    runs from the clock read before the submission that sent it (its batch's, or the start's) to the one after
+    the wait that reaped it, and also holds the loop's work on the rest of those batches; completions are
+    read as two lists and the next I/Os queued in one call. Writes are flushed (fsync) once all have
     completed, as with one call at a time.
     """
     from .uring import buffer_address, check, fast_ring
@@ -293,10 +296,11 @@ def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Bar
     stream, bs, depth = job.streams[index], job.block_size, job.iodepth
     where, n = offsets(job, index), job.count
     op = "write" if writing else "read"
-    # Slot s (one I/O in flight at a time) owns buffers s, s + depth, s + 2 * depth, ... and takes them in
-    # turn: a buffer is never stamped or read into while the kernel still uses it.
-    pool = DataPool(bs, job.data if writing else "zero", at_least=depth)
-    turns = len(pool.blocks) // depth
+    # Slot s (one I/O in flight at a time) owns buffers s + depth * t, t < turns: a buffer is never stamped or
+    # read into while the kernel still uses it. A write at file position p (in blocks) takes t = p modulo turns,
+    # so, as at depth 1, no two blocks within POOL_BYTES of each other in the file come from the same buffer.
+    turns = -(-POOL_BYTES // bs) if writing else 1
+    pool = DataPool(bs, job.data if writing else "zero", depth * turns)
     address = [buffer_address(b) for b in pool.blocks]
     stamps = pool.stamps if writing else None
     fd = _open(stream, job, writing)
@@ -307,47 +311,64 @@ def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Bar
             if writing and job.pattern == "rand" and not stream.device:
                 os.ftruncate(fd, job.size)
             ring.fix_slots(op, fd, bs, address[:depth])
-            queue, queue_at, completions = ring.queue, ring.queue_at, ring.completions
-            submit_and_wait = ring.submit_and_wait
+            queue_many, reap, submit_and_wait = ring.queue_many, ring.reap, ring.submit_and_wait
+            first = list(range(min(depth, n)))
+            bufs = [slot + depth * (where[slot] // bs % turns) for slot in first]
+            if stamps:
+                for buf, off in zip(bufs, where, strict=False):
+                    stamps[buf](off)
             start_line.wait()
             start = _clock()
             now = ns()
-            k = 0
-            for slot in range(min(depth, n)):
-                if stamps:
-                    stamps[slot](where[k])
-                queue(slot, where[k])
+            queue_many(first, where[: len(first)], [address[buf] for buf in bufs])
+            for slot in first:
                 queued_at[slot] = now
-                k += 1
-            in_flight = k
+            k = in_flight = len(first)
             while in_flight:
                 submit_and_wait(1)
                 now = ns()
-                for slot, res in completions():
-                    if res != bs:
-                        check(res, f"{op} of {stream.path}")
-                        if writing:  # a short write leaves the block unfinished: the device is full
-                            raise OSError(errno.ENOSPC, f"short write of {stream.path}: {res} of {bs} bytes")
-                    if res:  # a read past the end moves nothing: no operation (as at depth 1)
-                        d = now - queued_at[slot]
+                slots, results = reap()
+                got = len(slots)
+                ops += got
+                moved += got * bs
+                if results.count(bs) != got:  # an error, a short transfer, or a read past the end
+                    for res in results:
+                        if res != bs:
+                            check(res, f"{op} of {stream.path}")
+                            if writing:  # a short write leaves the block unfinished: the device is full
+                                raise OSError(errno.ENOSPC, f"short write of {stream.path}: {res} of {bs} bytes")
+                            moved += res - bs
+                            ops -= not res  # a read past the end moves nothing: no operation (as at depth 1)
+                    slots_timed = [s for s, res in zip(slots, results, strict=True) if res]
+                else:
+                    slots_timed = slots
+                # Latency, bucketed as latency.bucket() (see above): I/Os queued in one batch and reaped in
+                # another share their latency, so the bucket is worked out once for each run of them.
+                last_q = -1
+                for q in map(queued_at.__getitem__, slots_timed):
+                    if q != last_q:
+                        last_q, d = q, now - q
                         shift = d.bit_length() - SUB_BITS - 1
-                        counts[((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d] += 1
-                        total += d
+                        b = ((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d
                         if d > longest:
                             longest = d
-                        ops += 1
-                        moved += res
-                    in_flight -= 1
-                    if k < n:
-                        if stamps:
-                            b = slot + depth * (k % turns)
-                            stamps[b](where[k])
-                            queue_at(slot, where[k], address[b])
-                        else:
-                            queue(slot, where[k])
+                    counts[b] += 1
+                    total += d
+                more = min(got, n - k)
+                if more:
+                    slots = slots[:more] if more < got else slots
+                    offs = where[k : k + more]
+                    if stamps:
+                        bufs = [slot + depth * (off // bs % turns) for slot, off in zip(slots, offs, strict=True)]
+                        for buf, off in zip(bufs, offs, strict=True):
+                            stamps[buf](off)
+                        queue_many(slots, offs, [address[buf] for buf in bufs])
+                    else:
+                        queue_many(slots, offs)
+                    for slot in slots:
                         queued_at[slot] = now
-                        k += 1
-                        in_flight += 1
+                    k += more
+                in_flight -= got - more
                 done[index] = moved
             end = _clock()
             end_durable = end

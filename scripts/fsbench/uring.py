@@ -263,6 +263,8 @@ class Ring:
         "_i_cq_tail",
         "_i_sq_array",
         "_sqe_q",
+        "_cq_data",
+        "_cq_res",
         "_sq_head",
         "_sq_tail",
         "_cq_head",
@@ -270,7 +272,7 @@ class Ring:
 
     def __init__(self, entries: int, flags: int = 0):
         self.fd = -1
-        self._ring = self._sqes = self._u32 = self._cqes = self._sqe_q = None
+        self._ring = self._sqes = self._u32 = self._cqes = self._sqe_q = self._cq_data = self._cq_res = None
         params = _Params(flags=flags)
         self.fd = _setup(entries, params)
         self.flags = flags
@@ -294,6 +296,8 @@ class Ring:
             for i in range(params.sq_entries):
                 u32[sq.array // 4 + i] = i
             self._sqe_q = memoryview(self._sqes).cast("q")  # for queue(): 8 words per SQE, `off` is word 1
+            self._cq_data = self._cqes.cast("Q")  # for reap(): a CQE's user_data is its word 0 of 2
+            self._cq_res = self._cqes.cast("i")  # and its res, word 2 of 4
             self._sq_head = self._sq_tail = u32[sq.tail // 4]
             self._cq_head = u32[cq.head // 4]
         except BaseException:
@@ -344,14 +348,22 @@ class Ring:
         self._u32[self._i_sq_array + (tail & self._sq_mask)] = slot
         self._sq_tail = tail + 1  # published to the kernel by submit_and_wait()
 
-    def queue_at(self, slot: int, offset: int, addr: int) -> None:
-        """queue() with the slot's memory address changed to `addr` too (a write from another buffer)."""
-        tail = self._sq_tail
-        q = self._sqe_q
-        q[(slot << 3) | 1] = offset
-        q[(slot << 3) | 2] = addr
-        self._u32[self._i_sq_array + (tail & self._sq_mask)] = slot
-        self._sq_tail = tail + 1
+    def queue_many(self, slots: list[int], offsets: list[int], addresses: list[int] | None = None) -> None:
+        """queue(slots[i], offsets[i]) for each i, in one call; with `addresses`, slot i's memory becomes
+        addresses[i] too (a write from another of its buffers)."""
+        tail, mask, q, u32, array = self._sq_tail, self._sq_mask, self._sqe_q, self._u32, self._i_sq_array
+        if addresses is None:
+            for slot, offset in zip(slots, offsets, strict=True):
+                q[(slot << 3) | 1] = offset
+                u32[array + (tail & mask)] = slot
+                tail += 1
+        else:
+            for slot, offset, addr in zip(slots, offsets, addresses, strict=True):
+                q[(slot << 3) | 1] = offset
+                q[(slot << 3) | 2] = addr
+                u32[array + (tail & mask)] = slot
+                tail += 1
+        self._sq_tail = tail  # published to the kernel by submit_and_wait()
 
     def submit_and_wait(self, wait_nr: int = 0) -> int:
         """Submit every queued SQE and wait until at least `wait_nr` completions are available.
@@ -414,6 +426,26 @@ class Ring:
         self._u32[self._i_cq_head] = tail  # release the slots only after they were read
         return done
 
+    def reap(self) -> tuple[list[int], list[int]]:
+        """completions() as two lists, user_data and res, oldest first: no tuple per completion."""
+        head = self._cq_head
+        tail = self._u32[self._i_cq_tail]
+        if head == tail:
+            return [], []
+        mask = self._cq_mask
+        start, end = head & mask, tail & mask
+        data, res = self._cq_data, self._cq_res
+        if start < end:
+            found = data[2 * start : 2 * end : 2].tolist(), res[4 * start + 2 : 4 * end + 2 : 4].tolist()
+        else:  # wrapped (or exactly full)
+            found = (
+                data[2 * start :: 2].tolist() + data[: 2 * end : 2].tolist(),
+                res[4 * start + 2 :: 4].tolist() + res[2 : 4 * end + 2 : 4].tolist(),
+            )
+        self._cq_head = tail
+        self._u32[self._i_cq_head] = tail  # release the slots only after they were read
+        return found
+
     def _drain(self) -> None:
         """Drop unsubmitted SQEs and unread CQEs, cancel what can be cancelled, wait for the rest.
 
@@ -448,10 +480,10 @@ class Ring:
         self._release()
 
     def _release(self) -> None:
-        for view in (self._cqes, self._u32, self._sqe_q):
+        for view in (self._cq_data, self._cq_res, self._cqes, self._u32, self._sqe_q):
             if view is not None:
                 view.release()
-        self._cqes = self._u32 = self._sqe_q = None
+        self._cqes = self._u32 = self._sqe_q = self._cq_data = self._cq_res = None
         for mm in (self._sqes, self._ring):
             if mm is not None:
                 mm.close()
