@@ -16,13 +16,11 @@ median over the rounds reported beside both medians. CPU s/GB: getrusage of this
 engine's call (its set-up included: the random data pool, the offset list), RUSAGE_CHILDREN around fio's
 (its process start-up included). CPU spent in the loop driver's kernel workers is in neither.
 
-Below the table, "where the time goes": the engine beside bare loops of the calls it makes (os.pwrite of one
-buffer or of a pool in turn, FileIO.readinto, os.preadv, a tight io_uring loop over fsbench.uring), with and
-without its per-call latency bookkeeping, and beside candidates for engine.py (one clock read per call and the
-histogram inline; io_uring with fio's ring flags). Two EXPERIMENTS patch the engine in this process only, never
-in engine.py: engine.POOL_BYTES (the data pool at 16 MiB, 4 MiB, 64 KiB) and uring.Ring's flags as the engine
-creates its ring. Variants run one after the other in an order rotated every round, each taken against fio of
-the same round.
+Below the table, "where the time goes": the engine beside bare, untimed loops of the calls it makes (os.pwrite of
+one buffer or of a pool in turn, FileIO.readinto, os.preadv, a tight io_uring loop over fsbench.uring), and the
+cost of its per-call latency bookkeeping alone. One EXPERIMENT patches the engine in this process only, never in
+engine.py: engine.POOL_BYTES (the data pool as shipped, 4 MiB, 16 MiB). Variants run one after the other in an
+order rotated every round, each taken against fio of the same round.
 
 Prints the tables and writes them to docs/bench-engines.md. About 6 minutes. Root: it attaches a loop device
 under a tempdir in /dev/shm and releases it (and removes the image) at the end, also on failure.
@@ -63,10 +61,10 @@ DEPTHS = (1, 32)
 ROUNDS = 5
 BW_GOAL = 0.95  # python/fio at least this, bs ≥ 64 KiB
 IOPS_GOAL = 0.10  # |python/fio - 1| at most this, 4 KiB random
-POOLS = (engine.POOL_BYTES, 4 * MiB, 64 * KiB)  # the data pool experiment: as shipped, smaller, one block
+POOLS = (engine.POOL_BYTES, 4 * MiB, 16 * MiB)  # the data pool experiment: as shipped, and the larger ones tried
 # The ring flags fio 3.33 asks for (seen with strace): completions are run by the submitting task when it enters
-# the kernel to wait, instead of interrupting it. The engine creates its Ring with flags 0.
-FIO_RING_FLAGS = uring.IORING_SETUP_SINGLE_ISSUER | uring.IORING_SETUP_DEFER_TASKRUN | uring.IORING_SETUP_COOP_TASKRUN
+# the kernel to wait, instead of interrupting it. The engine asks for them too (uring.fast_ring).
+FIO_RING_FLAGS = uring.FAST_FLAGS[0]
 
 
 def log(message: str) -> None:
@@ -426,27 +424,8 @@ def pool_bytes(nbytes: int):
         engine.POOL_BYTES = shipped
 
 
-@contextmanager
-def ring_flags(flags: int):
-    """EXPERIMENT: every uring.Ring the engine creates gets `flags` (it imports Ring from fsbench.uring at each
-    io_uring stream), in this process only."""
-    shipped = uring.Ring
-
-    class Flagged(shipped):
-        __slots__ = ()
-
-        def __init__(self, entries: int, flags_: int = 0):
-            super().__init__(entries, flags_ | flags)
-
-    uring.Ring = Flagged
-    try:
-        yield
-    finally:
-        uring.Ring = shipped
-
-
-def python_with(op: str, job: Job, pool: int | None = None, flags: int | None = None) -> Figure:
-    with pool_bytes(engine.POOL_BYTES if pool is None else pool), ring_flags(flags or 0):
+def python_with(op: str, job: Job, pool: int) -> Figure:
+    with pool_bytes(pool):
         return python(op, job)
 
 
@@ -510,11 +489,9 @@ def where_the_time_goes(dev: str) -> dict:
         {
             "fio": lambda: fio(dev, "write", bs, SIZE),
             "one": lambda: bare_writes(dev, bs, bs),
-            "timed": lambda: bare_writes(dev, bs, bs, "engine"),
-            "pool4": lambda: bare_writes(dev, bs, 4 * MiB),
+            "pool": lambda: bare_writes(dev, bs, engine.POOL_BYTES),
             "pool16": lambda: bare_writes(dev, bs, 16 * MiB),
             "engine": lambda: python("write", seq_job(dev, bs)),
-            "candidate": lambda: bare_writes(dev, bs, bs, "candidate"),
         },
     )
     found["pool"] = {}
@@ -529,7 +506,6 @@ def where_the_time_goes(dev: str) -> dict:
             "fio": lambda: fio(dev, "read", bs, SIZE),
             "readinto": lambda: bare_reads(dev, bs, seq, "readinto"),
             "engine": lambda: python("read", seq_job(dev, bs)),
-            "candidate": lambda: bare_reads(dev, bs, seq, "readinto", candidate=True),
         },
     )
     found["rand1"] = side_by_side(
@@ -539,7 +515,6 @@ def where_the_time_goes(dev: str) -> dict:
             "readinto": lambda: bare_reads(dev, IOPS_BS, order, "readinto"),
             "preadv": lambda: bare_reads(dev, IOPS_BS, order, "preadv"),
             "engine": lambda: python("read", rand_job(dev, 1, size1)),
-            "candidate": lambda: bare_reads(dev, IOPS_BS, order, "preadv", candidate=True),
         },
     )
     found["rand32"] = side_by_side(
@@ -548,10 +523,8 @@ def where_the_time_goes(dev: str) -> dict:
             "fio": lambda: fio(dev, "randread", IOPS_BS, size32, 32),
             "bare": lambda: uring_reads(dev, size32, 32),
             "bare fio flags": lambda: uring_reads(dev, size32, 32, flags=FIO_RING_FLAGS),
-            "bookkeeping": lambda: uring_reads(dev, size32, 32, "engine"),
             "candidate": lambda: uring_reads(dev, size32, 32, "candidate", FIO_RING_FLAGS),
             "engine": lambda: python("read", rand_job(dev, 32, size32)),
-            "engine fio flags": lambda: python_with("read", rand_job(dev, 32, size32), flags=FIO_RING_FLAGS),
         },
     )
     return found
@@ -639,20 +612,19 @@ def diff(figures: dict[str, list[Figure]], a: str, b: str) -> str:
 
 def render_where(found: dict) -> str:
     w, r, q1, q32, book = found["write64"], found["read64"], found["rand1"], found["rand32"], found["bookkeeping"]
-    candidate = "candidate: one perf_counter_ns() per call, the histogram inline"
     lines = [
         "",
         "## Where the time goes",
         "",
-        "Measured, not guessed: the engine beside bare loops of the calls it makes and beside candidates for "
-        f"engine.py, on the same device, in {ROUNDS} rounds (the variants one after the other, their order rotated "
-        "every round); figures are medians over the rounds, ratios and differences are taken against fio within "
-        "each round. µs per call = the run's seconds (a write's fsync included) / its I/O calls. CPU µs per call: "
-        "fio's own usr and sys; a bare loop's timed part; the engine's whole call (its set-up included: the 16 MiB "
-        "random pool, the offset list); the kernel samples the split between user and system, their sum is "
-        "exact. A candidate's histogram is latency.Histogram's, updated in the loop: one clock read per call, "
-        "whose value ends this call's latency and starts the next one's (so a latency also holds the loop's own "
-        "~0.2 µs).",
+        "Measured, not guessed: the engine beside bare, untimed loops of the calls it makes, on the same device, "
+        f"in {ROUNDS} rounds (the variants one after the other, their order rotated every round); figures are "
+        "medians over the rounds, ratios and differences are taken against fio within each round. µs per call = "
+        "the run's seconds (a write's fsync included) / its I/O calls. CPU µs per call: fio's own usr and sys; a "
+        "bare loop's timed part; the engine's whole call (its set-up included: the random pool, the offset list, "
+        "which at random is a shuffle, ~1 µs per I/O); the kernel samples the split between user and system, "
+        "their sum is exact. The engine keeps its histogram as latency.Histogram's, updated in the loop: one clock "
+        "read per call (per reaped batch with io_uring), whose value ends this call's latency and starts the "
+        "next one's.",
         "",
         f"### Writes, 64 KiB, {format_size(SIZE)}",
         "",
@@ -661,19 +633,16 @@ def render_where(found: dict) -> str:
             {
                 "fio": "fio psync (its own figure)",
                 "one": "os.pwrite loop, one 64 KiB buffer (as fio), untimed",
-                "timed": "the same, each call timed as the engine does (2 × perf_counter_ns, Histogram.record)",
-                "pool4": "os.pwrite loop, a 4 MiB pool of blocks in turn, untimed",
-                "pool16": "os.pwrite loop, a 16 MiB pool in turn (the engine's data), untimed",
-                "engine": "the engine (16 MiB pool, timed calls)",
-                "candidate": f"os.pwrite loop, one buffer, {candidate}",
+                "pool": f"os.pwrite loop, a {format_size(engine.POOL_BYTES)} pool in turn (the engine's), untimed",
+                "pool16": "os.pwrite loop, a 16 MiB pool in turn (the engine's before), untimed",
+                "engine": f"the engine ({format_size(engine.POOL_BYTES)} pool, stamped, timed calls)",
             },
         ),
         "",
         f"Per call (medians of per-round differences): Python's bare os.pwrite loop against fio {diff(w, 'one', 'fio')}"
-        f"; blocks from a 16 MiB pool instead of one buffer {diff(w, 'pool16', 'one')} (from a 4 MiB pool "
-        f"{diff(w, 'pool4', 'one')}); timing each call as the engine does {diff(w, 'timed', 'one')}; the engine "
-        f"against the bare 16 MiB pool loop {diff(w, 'engine', 'pool16')}, against fio {diff(w, 'engine', 'fio')}; "
-        f"the candidate against fio {diff(w, 'candidate', 'fio')}.",
+        f"; blocks from the engine's pool instead of one buffer {diff(w, 'pool', 'one')} (from a 16 MiB pool "
+        f"{diff(w, 'pool16', 'one')}); the engine (stamps, timing) against the bare loop over its pool "
+        f"{diff(w, 'engine', 'pool')}, against fio {diff(w, 'engine', 'fio')}.",
         "",
         "Latency bookkeeping alone, no I/O, µs per call (median of 3 × 10^6 calls): "
         + "; ".join(f"{text}: {book[how]:.2f}" for how, text in BOOKKEEPING.items())
@@ -682,8 +651,8 @@ def render_where(found: dict) -> str:
         "### The data pool: EXPERIMENT, engine.POOL_BYTES patched in this process only (engine.py unchanged)",
         "",
         f'Writes of {format_size(SIZE)} through `run_engine("python", "write", ...)` with the shipped '
-        f"{format_size(POOLS[0])} pool, a {format_size(POOLS[1])} one and one of {format_size(POOLS[2])} (one block "
-        "at every bs here: the same buffer for every write, as fio), beside fio in every round.",
+        f"{format_size(POOLS[0])} pool (one block when the block is larger), a {format_size(POOLS[1])} one and one "
+        f"of {format_size(POOLS[2])} (the engine's before), beside fio in every round.",
         "",
         "| bs | variant | MB/s | / fio | range over rounds |",
         "| --- | --- | ---: | ---: | ---: |",
@@ -703,8 +672,7 @@ def render_where(found: dict) -> str:
             {
                 "fio": "fio psync (its own figure)",
                 "readinto": "FileIO.readinto loop (the engine's calls), untimed",
-                "engine": "the engine (timed calls)",
-                "candidate": f"FileIO.readinto loop, {candidate}",
+                "engine": "the engine (readinto, timed calls)",
             },
         ),
         "",
@@ -716,14 +684,13 @@ def render_where(found: dict) -> str:
                 "fio": "fio psync (its own figure)",
                 "readinto": "seek + FileIO.readinto loop (the engine's calls), untimed",
                 "preadv": "os.preadv loop (one call per read), untimed",
-                "engine": "the engine (seek + readinto, timed calls)",
-                "candidate": f"os.preadv loop, {candidate}",
+                "engine": "the engine (os.preadv, timed calls)",
             },
             iops=True,
         ),
         "",
         f"Per read: seek + readinto against os.preadv {diff(q1, 'readinto', 'preadv')}; the engine against its "
-        f"untimed calls {diff(q1, 'engine', 'readinto')}; the candidate against fio {diff(q1, 'candidate', 'fio')}.",
+        f"untimed calls {diff(q1, 'engine', 'preadv')}, against fio {diff(q1, 'engine', 'fio')}.",
         "",
         f"### Random reads, 4 KiB, QD32 through io_uring, {format_size(IOPS_SIZE[32])}",
         "",
@@ -731,20 +698,17 @@ def render_where(found: dict) -> str:
             q32,
             {
                 "fio": "fio io_uring (its own figure)",
-                "bare": "tight loop over fsbench.uring, Ring flags 0 (as the engine), untimed",
+                "bare": "tight loop over fsbench.uring (Ring.prep per I/O), Ring flags 0, untimed",
                 "bare fio flags": "the same, Ring flags as fio's (SINGLE_ISSUER, DEFER_TASKRUN, COOP_TASKRUN)",
-                "bookkeeping": "the tight loop with the engine's bookkeeping (perf_counter_ns per SQE, record per CQE)",
                 "candidate": "tight loop, fio's flags, one perf_counter_ns per reaped batch, the histogram inline",
-                "engine": "the engine (io_uring, timed calls)",
-                "engine fio flags": "the engine, Ring flags as fio's (EXPERIMENT: uring.Ring patched in this process)",
+                "engine": "the engine (fio's flags, fixed-slot SQEs queued per batch, timed per batch)",
             },
             iops=True,
         ),
         "",
-        f"Per I/O: fio's ring flags against flags 0 in the tight loop {diff(q32, 'bare fio flags', 'bare')}, in the "
-        f"engine {diff(q32, 'engine fio flags', 'engine')}; the engine's bookkeeping {diff(q32, 'bookkeeping', 'bare')}"
-        f"; the engine against the tight loop {diff(q32, 'engine', 'bare')}; the candidate against fio "
-        f"{diff(q32, 'candidate', 'fio')}.",
+        f"Per I/O: fio's ring flags against flags 0 in the tight loop {diff(q32, 'bare fio flags', 'bare')}; the "
+        f"engine against the tight loop with fio's flags {diff(q32, 'engine', 'bare fio flags')}, against the "
+        f"candidate {diff(q32, 'engine', 'candidate')}, against fio {diff(q32, 'engine', 'fio')}.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -138,6 +138,42 @@ def test_random_blocks_do_not_repeat_within_the_pool(tmp_path):
     assert len({blob[i : i + 4096] for i in range(0, len(blob), 4096)}) == 2048
 
 
+@pytest.mark.parametrize("depth", [1, 8])
+@pytest.mark.parametrize("bs", [4096, 64 * 1024, MiB])
+def test_no_two_4k_pieces_written_are_alike_and_no_128k_chunk_compresses(tmp_path, bs, depth):
+    """The pool repeats (every 256 KiB), but each 4 KiB of a written block starts with the write's offset: a
+    deduplicating device finds no two pieces alike, a compressor working in 128 KiB chunks finds no repeat."""
+    size = 8 * MiB
+    job = Job((Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b"))), size, bs, pattern="rand", iodepth=depth)
+    engine.write(job)
+    pieces = []
+    for stream in job.streams:
+        blob = open(stream.path, "rb").read()
+        assert len(blob) == size
+        pieces += [blob[i : i + 4096] for i in range(0, size, 4096)]
+        for chunk in range(0, size, 128 * 1024):
+            part = blob[chunk : chunk + 128 * 1024]
+            assert len(zlib.compress(part, 6)) > 0.99 * len(part)
+    assert len(set(pieces)) == len(pieces) == 2 * size // 4096
+
+
+def test_one_clock_read_per_call_the_latencies_add_up_to_the_streams_time(tmp_path):
+    """Each latency ends where the next begins, so their sum is the stream's time up to its last call; the
+    inlined bucket arithmetic files them as latency.bucket() does (the largest value in the top bucket)."""
+    from fsbench.latency import bucket
+
+    for depth in (1, 4):
+        job = Job(files(tmp_path, 2), 4 * MiB, 16 * 1024, pattern="rand", iodepth=depth)
+        for result in (engine.write(job), engine.read(job)):
+            for s in result["streams"]:
+                lat = s["latency"]
+                buckets = {int(i): n for i, n in lat["buckets"].items()}
+                assert lat["count"] == s["ops"] == 256 == sum(buckets.values())
+                assert max(buckets) == bucket(lat["max_ns"])
+                if depth == 1:
+                    assert 0 < lat["total_ns"] <= (s["end"] - s["start"]) * 1e9 * 1.001
+
+
 def test_read_stops_at_end_of_file(tmp_path):
     path = tmp_path / "f"
     path.write_bytes(b"x" * (3 * MiB))

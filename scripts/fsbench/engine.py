@@ -10,6 +10,7 @@ import logging
 import mmap
 import os
 import random
+import struct
 import subprocess
 import threading
 import time
@@ -18,16 +19,28 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
-from .latency import Histogram
+import numpy
+
+from .latency import SUB, SUB_BITS, Histogram
 
 PAGE = mmap.PAGESIZE
-# Random data is drawn once into a pool this large and written in turn: no compressor or
-# deduplicating device sees a repeat within 16 MiB, and no block is allocated per write.
-POOL_BYTES = 16 * 2**20
+# Each stream writes random data from its own pool of this many bytes (or one block, if larger): the block for
+# file position p (in blocks) is p modulo the pool's blocks, so no two blocks within POOL_BYTES of each other in
+# the file come from the same bytes, whatever the order they are written in, and no compressor working in
+# chunks of up to 256 KiB (btrfs's 128 KiB, ZFS's default 128 KiB record) finds a repeat. Small enough to stay
+# in the CPU cache: a 16 MiB pool cost ~4 µs per 64 KiB write over one buffer, and writes of 1 MiB reached
+# 0.71-0.78 of fio's rate (docs/bench-engines.md); fio reuses one buffer.
+POOL_BYTES = 256 * 2**10
+# Like fio's scramble_buffers, every STAMP_BYTES of a written block (every block, if smaller) starts with the
+# write's byte offset, so that no two 4 KiB pieces a stream writes are alike: a pool that repeats gives a
+# deduplicating device nothing to merge (the rest of the piece is the pool's random bytes). Zero data stays zero.
+STAMP_BYTES = 4096
 PROGRESS_SECONDS = 10.0
 log = logging.getLogger("fsbench")
 
+_U64 = struct.Struct("<Q")
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
@@ -98,16 +111,35 @@ def _clock() -> float:
     return _ANCHOR + time.perf_counter()
 
 
-def data_pool(block_size: int, data: str) -> tuple[mmap.mmap, list[memoryview]]:
-    """A page-aligned buffer (fit for O_DIRECT) of random or zero bytes, and its block-sized slices."""
-    blocks = max(1, POOL_BYTES // block_size)
-    pool = mmap.mmap(-1, blocks * block_size)
-    if data == "random":
-        step = 2**20
-        for off in range(0, len(pool), step):
-            pool[off : off + step] = os.urandom(min(step, len(pool) - off))
-    view = memoryview(pool)
-    return pool, [view[i * block_size : (i + 1) * block_size] for i in range(blocks)]
+class DataPool:
+    """One stream's write data: a page-aligned buffer (fit for O_DIRECT) of random or zero bytes in `blocks`,
+    block-sized slices, and `stamps[i](offset)` writing the offset into block i (None for zero data)."""
+
+    def __init__(self, block_size: int, data: str, count: int | None = None):
+        count = count or max(POOL_BYTES // block_size, 1)
+        self._mmap = mmap.mmap(-1, count * block_size)
+        if data == "random":
+            step = 2**20
+            for off in range(0, len(self._mmap), step):
+                self._mmap[off : off + step] = os.urandom(min(step, len(self._mmap) - off))
+        view = memoryview(self._mmap)
+        self.blocks = [view[i * block_size : (i + 1) * block_size] for i in range(count)]
+        self.stamps = None
+        self._words = None
+        if data == "random" and block_size >= 8:
+            every = min(STAMP_BYTES, block_size)
+            if block_size <= every:  # one stamp a block: struct is cheaper than a numpy call
+                self.stamps = [partial(_U64.pack_into, self._mmap, i * block_size) for i in range(count)]
+            else:  # the first word of every STAMP_BYTES of the block, set by one numpy fill
+                self._words = numpy.frombuffer(self._mmap, dtype="<u8")
+                per = block_size // 8
+                self.stamps = [self._words[i * per : (i + 1) * per : every // 8].fill for i in range(count)]
+
+    def close(self) -> None:
+        """Let go of the buffer: it is unmapped when the last view (numpy's stamps too) is gone."""
+        for block in self.blocks:
+            block.release()
+        self.blocks, self.stamps, self._words, self._mmap = [], None, None, None
 
 
 def offsets(job: Job, index: int) -> list[int]:
@@ -144,31 +176,58 @@ def _stream_result(stream: Stream, nbytes: int, start: float, end: float, end_du
     }
 
 
-def _write_stream(job: Job, index: int, blocks: list[memoryview], start_line: threading.Barrier, done: list) -> dict:
+# Latency bookkeeping, the same in every loop below, written out in the loop because a function call per
+# operation costs ~0.25 µs: one clock read per operation (perf_counter_ns), whose value ends this operation's
+# latency and starts the next one's, and latency.Histogram's counters updated in place (`counts[...]` is
+# latency.bucket(d), inlined; tests check the two agree). Measured here: 0.73 µs per operation against 1.11 for
+# two clock reads and Histogram.record() (docs/bench-engines.md). So a latency at depth 1 is the call plus the
+# loop's own work between two calls (its bookkeeping, picking the next offset and block, a write's stamp):
+# ~1 µs, a few % of a 4 KiB call here. Its sum over a stream is the stream's time, start to last call's end.
+
+
+def _finish(latency: Histogram, ops: int, total: int, longest: int) -> Histogram:
+    latency.count, latency.total_ns, latency.max_ns = ops, total, longest
+    return latency
+
+
+def _write_stream(job: Job, index: int, start_line: threading.Barrier, done: list) -> dict:
     stream, bs = job.streams[index], job.block_size
     where = offsets(job, index)
-    first = index * len(blocks) // len(job.streams)  # streams write different data
+    pool = DataPool(bs, job.data)  # each stream its own random bytes
+    blocks, stamps, nblocks = pool.blocks, pool.stamps, len(pool.blocks)
     fd = _open(stream, job, writing=True)
     try:
         if job.pattern == "rand" and not stream.device:
             os.ftruncate(fd, job.size * job.slots)  # a shared file: all of it, by every stream alike
-        latency, ns = Histogram(), time.perf_counter_ns
+        latency, ns, pwrite = Histogram(), time.perf_counter_ns, os.pwrite
+        counts, total, longest, ops = latency.counts, 0, 0, 0
         start_line.wait()
         start = _clock()
-        for k, off in enumerate(where):
-            block = blocks[(first + k) % len(blocks)]
-            t0 = ns()
-            n = os.pwrite(fd, block, off)
+        last = ns()
+        for off in where:
+            b = off // bs % nblocks
+            if stamps:
+                stamps[b](off)
+            block = blocks[b]
+            n = pwrite(fd, block, off)
             while n < bs:  # a short write: finish the block, or fail on a full disk
-                n += os.pwrite(fd, block[n:], off + n)
-            latency.record(ns() - t0)
+                n += pwrite(fd, block[n:], off + n)
+            now = ns()
+            d, last = now - last, now
+            shift = d.bit_length() - SUB_BITS - 1
+            counts[((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d] += 1
+            total += d
+            if d > longest:
+                longest = d
+            ops += 1
             done[index] += n
         end = _clock()
         os.fsync(fd)
         end_durable = _clock()
     finally:
         os.close(fd)
-    return _stream_result(stream, done[index], start, end, end_durable, latency)
+        pool.close()
+    return _stream_result(stream, done[index], start, end, end_durable, _finish(latency, ops, total, longest))
 
 
 def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list) -> dict:
@@ -176,81 +235,147 @@ def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list
     where = offsets(job, index)
     buf = mmap.mmap(-1, bs)
     view = memoryview(buf)
-    # read(2) into our buffer via FileIO.readinto, seeking only when the order jumps: measured here,
-    # preadv(2) is up to 15 % slower for O_DIRECT at 64 KiB (its iovec path), and Python has no pread-into.
+    # In order: read(2) into our buffer via FileIO.readinto (measured here, preadv(2) is up to 15 % slower for
+    # O_DIRECT at 64 KiB, its iovec path; Python has no pread-into). At random: preadv(2), one call where a seek
+    # and a read would be two.
     f = os.fdopen(_open(stream, job, writing=False), "rb", buffering=0)
     latency, ns = Histogram(), time.perf_counter_ns
+    counts, total, longest, ops, moved = latency.counts, 0, 0, 0, 0
+    readinto, preadv, fd, bufs = f.readinto, os.preadv, f.fileno(), [view]
     try:
         start_line.wait()
         start = _clock()
-        pos = None
-        for off in where:
-            t0 = ns()
-            if off != pos:
-                f.seek(off)
-            n = f.readinto(view)
-            if not n:
-                break
-            latency.record(ns() - t0)
-            done[index] += n
-            pos = off + n
+        last = ns()
+        if job.pattern == "rand":
+            for off in where:
+                n = preadv(fd, bufs, off)
+                if not n:
+                    break
+                now = ns()
+                d, last = now - last, now
+                shift = d.bit_length() - SUB_BITS - 1
+                counts[((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d] += 1
+                total += d
+                if d > longest:
+                    longest = d
+                ops += 1
+                moved += n
+                done[index] = moved
+        else:
+            pos = None
+            for off in where:
+                if off != pos:
+                    f.seek(off)
+                n = readinto(view)
+                if not n:
+                    break
+                now = ns()
+                d, last = now - last, now
+                shift = d.bit_length() - SUB_BITS - 1
+                counts[((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d] += 1
+                total += d
+                if d > longest:
+                    longest = d
+                ops += 1
+                moved += n
+                done[index] = moved
+                pos = off + n
         end = _clock()
     finally:
         f.close()
         view.release()
         buf.close()
-    return _stream_result(stream, done[index], start, end, end, latency)
+    return _stream_result(stream, moved, start, end, end, _finish(latency, ops, total, longest))
 
 
-def _uring_stream(job: Job, index: int, writing: bool, blocks: list, start_line: threading.Barrier, done: list) -> dict:
+def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Barrier, done: list) -> dict:
     """One stream with job.iodepth I/Os always in flight (io_uring): as one completes, the next is queued.
 
-    A call's latency runs from when it was queued to when its completion was reaped; writes are flushed
-    (fsync) once all have completed, as with one call at a time.
+    Work is done per reaped batch where it can be: one clock read per batch (not per I/O), so a call's latency
+    runs from the clock read before the submission that sent it (its batch's, or the start's) to the one after
+    the wait that reaped it, and also holds the loop's work on the rest of those batches; completions are
+    read as two lists and the next I/Os queued in one call. Writes are flushed (fsync) once all have
+    completed, as with one call at a time.
     """
-    from .uring import Ring, buffer_address, check
+    from .uring import buffer_address, check, fast_ring
 
     stream, bs, depth = job.streams[index], job.block_size, job.iodepth
     where, n = offsets(job, index), job.count
     op = "write" if writing else "read"
-    if writing:
-        first = index * len(blocks) // len(job.streams)  # streams write different data
-        data = [buffer_address(b) for b in blocks]
-        address = [data[(first + k) % len(data)] for k in range(min(n, len(data)))]
-    else:
-        slots_buf = mmap.mmap(-1, depth * bs)  # one page-aligned buffer per slot in flight
-        address = [buffer_address(slots_buf) + slot * bs for slot in range(depth)]
+    # Slot s (one I/O in flight at a time) owns buffers s + depth * t, t < turns: a buffer is never stamped or
+    # read into while the kernel still uses it. A write at file position p (in blocks) takes t = p modulo turns,
+    # so, as at depth 1, no two blocks within POOL_BYTES of each other in the file come from the same buffer.
+    turns = -(-POOL_BYTES // bs) if writing else 1
+    pool = DataPool(bs, job.data if writing else "zero", depth * turns)
+    address = [buffer_address(b) for b in pool.blocks]
+    stamps = pool.stamps if writing else None
     fd = _open(stream, job, writing)
     latency, ns, queued_at = Histogram(), time.perf_counter_ns, [0] * depth
+    counts, total, longest, ops, moved = latency.counts, 0, 0, 0, 0
     try:
-        with Ring(depth) as ring:
+        with fast_ring(depth) as ring:
             if writing and job.pattern == "rand" and not stream.device:
                 os.ftruncate(fd, job.size * job.slots)  # a shared file: all of it, by every stream alike
-            prep, submit_and_wait, completions = ring.prep, ring.submit_and_wait, ring.completions
-            record = latency.record
-            free, k, in_flight = list(range(depth)), 0, 0
+            ring.fix_slots(op, fd, bs, address[:depth])
+            queue_many, reap, submit_and_wait = ring.queue_many, ring.reap, ring.submit_and_wait
+            first = list(range(min(depth, n)))
+            bufs = [slot + depth * (where[slot] // bs % turns) for slot in first]
+            if stamps:
+                for buf, off in zip(bufs, where, strict=False):
+                    stamps[buf](off)
             start_line.wait()
             start = _clock()
-            while k < n or in_flight:
-                while free and k < n:
-                    slot = free.pop()
-                    buf = address[k % len(address)] if writing else address[slot]
-                    queued_at[slot] = ns()
-                    prep(op, fd, buf, bs, where[k], slot)
-                    k += 1
-                    in_flight += 1
+            now = ns()
+            queue_many(first, where[: len(first)], [address[buf] for buf in bufs])
+            for slot in first:
+                queued_at[slot] = now
+            k = in_flight = len(first)
+            while in_flight:
                 submit_and_wait(1)
                 now = ns()
-                for slot, res in completions():
-                    if res != bs:
-                        check(res, f"{op} of {stream.path}")
-                        if writing:  # a short write leaves the block unfinished: the device is full
-                            raise OSError(errno.ENOSPC, f"short write of {stream.path}: {res} of {bs} bytes")
-                    if res:  # a read past the end moves nothing: no operation (as at depth 1)
-                        record(now - queued_at[slot])
-                    done[index] += res
-                    in_flight -= 1
-                    free.append(slot)
+                slots, results = reap()
+                got = len(slots)
+                ops += got
+                moved += got * bs
+                if results.count(bs) != got:  # an error, a short transfer, or a read past the end
+                    for res in results:
+                        if res != bs:
+                            check(res, f"{op} of {stream.path}")
+                            if writing:  # a short write leaves the block unfinished: the device is full
+                                raise OSError(errno.ENOSPC, f"short write of {stream.path}: {res} of {bs} bytes")
+                            moved += res - bs
+                            ops -= not res  # a read past the end moves nothing: no operation (as at depth 1)
+                    slots_timed = [s for s, res in zip(slots, results, strict=True) if res]
+                else:
+                    slots_timed = slots
+                # Latency, bucketed as latency.bucket() (see above): I/Os queued in one batch and reaped in
+                # another share their latency, so the bucket is worked out once for each run of them.
+                last_q = -1
+                for q in map(queued_at.__getitem__, slots_timed):
+                    if q != last_q:
+                        last_q, d = q, now - q
+                        shift = d.bit_length() - SUB_BITS - 1
+                        b = ((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d
+                        if d > longest:
+                            longest = d
+                    counts[b] += 1
+                    total += d
+                more = min(got, n - k)
+                if more:
+                    slots = slots[:more] if more < got else slots
+                    offs = where[k : k + more]
+                    if stamps:
+                        bufs = [slot + depth * (off // bs % turns) for slot, off in zip(slots, offs, strict=True)]
+                        for buf, off in zip(bufs, offs, strict=True):
+                            stamps[buf](off)
+                        queue_many(slots, offs, [address[buf] for buf in bufs])
+                    else:
+                        queue_many(slots, offs)
+                    for slot in slots:
+                        queued_at[slot] = now
+                    k += more
+                in_flight -= got - more
+                done[index] = moved
             end = _clock()
             end_durable = end
             if writing:
@@ -258,9 +383,9 @@ def _uring_stream(job: Job, index: int, writing: bool, blocks: list, start_line:
                 end_durable = _clock()
     finally:
         os.close(fd)
-        if not writing:
-            slots_buf.close()
-    return _stream_result(stream, done[index], start, end, end_durable, latency) | {"iodepth": depth}
+        pool.close()
+    result = _stream_result(stream, moved, start, end, end_durable, _finish(latency, ops, total, longest))
+    return result | {"iodepth": depth}
 
 
 def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:
@@ -391,23 +516,17 @@ def _describe(job: Job, op: str) -> str:
 
 def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Write every stream (timing the flush too: the durable figure); one figure over all streams."""
-    pool, blocks = data_pool(job.block_size, job.data)
-    try:
-        if job.iodepth > 1:
-            streams = _run(job, "write", lambda i, line, done: _uring_stream(job, i, True, blocks, line, done), every)
-        else:
-            streams = _run(job, "write", lambda i, line, done: _write_stream(job, i, blocks, line, done), every)
-    finally:
-        for block in blocks:
-            block.release()
-        pool.close()
+    if job.iodepth > 1:
+        streams = _run(job, "write", lambda i, line, done: _uring_stream(job, i, True, line, done), every)
+    else:
+        streams = _run(job, "write", lambda i, line, done: _write_stream(job, i, line, done), every)
     return aggregate(streams, _describe(job, "write"))
 
 
 def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
-    """Read every stream into one reused buffer each; one figure over all streams."""
+    """Read every stream into one reused buffer each (one per I/O in flight); one figure over all streams."""
     if job.iodepth > 1:
-        streams = _run(job, "read", lambda i, line, done: _uring_stream(job, i, False, [], line, done), every)
+        streams = _run(job, "read", lambda i, line, done: _uring_stream(job, i, False, line, done), every)
     else:
         streams = _run(job, "read", lambda i, line, done: _read_stream(job, i, line, done), every)
     return aggregate(streams, _describe(job, "read"))
