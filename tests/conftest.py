@@ -5,6 +5,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from contextlib import contextmanager, suppress
@@ -154,6 +155,36 @@ def all_loop_devices() -> list[str]:
 def throttle(dev: str, rate: int) -> None:
     for limit in LIMITS:
         limit.write_text(f"{dev} {rate}\n")  # 0 removes the limit
+
+
+@contextmanager
+def loop_devices_held(rate: int):
+    """Every loop device, and any made while the body runs, held at `rate` bytes/s (reads and writes); the limits
+    are gone afterwards. A campaign takes the first free loop device: one is made (losetup -f) and held back with
+    the others before the body starts. Another program on this machine may still take it first, or lift the
+    (machine-wide) limits: every device is held back again every 20 ms while the body lasts."""
+    subprocess.run(["losetup", "-f"], check=True, capture_output=True)
+    loops = set(all_loop_devices())
+    for dev in loops:
+        throttle(dev, rate)
+    stop = threading.Event()
+
+    def hold_new_devices():
+        while not stop.wait(0.02):
+            loops.update(all_loop_devices())
+            held_back = {line.split()[0] for line in LIMITS[0].read_text().splitlines() if line.strip()}
+            for dev in loops - held_back:  # only where the limit is missing: setting it again restarts it
+                throttle(dev, rate)
+
+    watcher = threading.Thread(target=hold_new_devices)
+    watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        watcher.join()
+        for dev in loops:
+            throttle(dev, 0)
 
 
 def proc_state(pid: int) -> str | None:

@@ -12,7 +12,6 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,16 +23,14 @@ import yaml
 from fsbench import devices
 
 from conftest import (
-    LIMITS,
     REPO,
     SNAKEMAKE,
-    all_loop_devices,
     held,
+    loop_devices_held,
     needs_root,
     needs_throttle,
     run_campaign,
     small_campaign,
-    throttle,
 )
 
 pytestmark = [needs_root, pytest.mark.e2e]
@@ -137,24 +134,13 @@ def write_under_way(tmp_path, scratch, config):
     cfg = tmp_path / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(cfg)]
-    # The campaign takes the first free loop device: make sure one exists (losetup -f makes it) and is held
-    # back with the others before the run starts. Another program on this machine may still take it first,
-    # or lift the (machine-wide) limits: every device is held back again every 20 ms while the run lasts.
-    subprocess.run(["losetup", "-f"], check=True, capture_output=True)
-    loops = set(all_loop_devices())
-    for dev in loops:
-        throttle(dev, 8 * 10**6)
-    stop = threading.Event()
+    with loop_devices_held(8 * 10**6), _started(argv, tmp_path, scratch) as run:
+        yield run, argv
 
-    def hold_new_devices():
-        while not stop.wait(0.02):
-            loops.update(all_loop_devices())
-            held_back = {line.split()[0] for line in LIMITS[0].read_text().splitlines() if line.strip()}
-            for dev in loops - held_back:  # only where the limit is missing: setting it again restarts it
-                throttle(dev, 8 * 10**6)
 
-    watcher = threading.Thread(target=hold_new_devices)
-    watcher.start()
+@contextmanager
+def _started(argv: list[str], tmp_path, scratch):
+    """The campaign, started as from a terminal, once its write's data file exists; killed if still running after."""
     run = subprocess.Popen(
         argv,
         cwd=tmp_path,
@@ -173,15 +159,11 @@ def write_under_way(tmp_path, scratch, config):
             time.sleep(0.05)
         else:
             pytest.fail("no write started")
-        yield run, argv
+        yield run
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
-        stop.set()
-        watcher.join()
-        for dev in loops:
-            throttle(dev, 0)
 
 
 @needs_throttle

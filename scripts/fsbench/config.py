@@ -20,7 +20,7 @@ import jsonschema
 import yaml
 
 from .sizes import ALLOWED as SIZE_ALLOWED
-from .sizes import format_size, parse_size
+from .sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 
@@ -117,6 +117,21 @@ def _size(value, key: str) -> int:
         raise _fail(key, value, SIZE_ALLOWED) from None
 
 
+def _check_runtime(io: dict) -> None:
+    """Time-based runs: io.size becomes the most a stream writes; an engine must be able to stop at the time and
+    then read exactly what it wrote."""
+    try:
+        io["runtime"] = parse_duration(io["runtime"])
+    except ValueError:
+        raise _fail("io.runtime", io["runtime"], DURATION_ALLOWED) from None
+    if io["engine"] == "dd":
+        raise _fail("io.engine", "dd", "python or fio with io.runtime (dd stops only at its count), or no io.runtime")
+    if io["engine"] == "fio" and "rand" in io["patterns"]:
+        allowed = "no rand with io.engine fio and io.runtime (fio's random writes cut short by the time leave blocks "
+        allowed += "only fio knows, so no read could cover exactly them); use python, or seq, randrw, rw"
+        raise _fail("io.patterns", io["patterns"], allowed)
+
+
 def _why_no_io_uring() -> str | None:
     from .uring import why_unavailable  # only campaigns with a depth above 1 need to ask the kernel
 
@@ -139,6 +154,8 @@ def _check_semantics(config: dict) -> None:
                 f"a divisor of io.size ({format_size(io['size'])}), "
                 "so that count = size / block size moves exactly io.size bytes",
             )
+    if "runtime" in io:
+        _check_runtime(io)
     if io["engine"] == "dd" and set(io["patterns"]) != {"seq"}:
         allowed = "seq only with io.engine dd (dd cannot seek at random nor mix reads and writes; use python or fio)"
         raise _fail("io.patterns", io["patterns"], allowed)

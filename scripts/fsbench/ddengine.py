@@ -35,6 +35,8 @@ def _check(job: Job) -> None:
         raise ValueError(f"dd engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
     if job.slots > 1:
         raise ValueError("dd engine: dd writes one run of blocks; it cannot interleave streams in a shared file")
+    if job.runtime or job.counts:
+        raise ValueError("dd engine: dd stops only at its count; it cannot run for a time (io.runtime)")
     for s in job.streams:
         if s.offset % job.block_size:
             raise ValueError(f"dd engine: offset {s.offset} of {s.path} is not a multiple of bs={job.block_size}")

@@ -73,10 +73,23 @@ class Job:
     # Streams sharing one file (shared_file, IOR's N-1): stream slot s moves blocks s, s + slots, s + 2 slots, ...
     # of it, disjoint and interleaved; 1: each stream has its own file (or region).
     slots: int = 1
+    # Time-based (io.runtime, seconds): a write stops at this time, or when `size` is written, whichever is first.
+    runtime: float = 0.0
+    # Blocks each stream moves, where not all `size` of them: a read after a time-based write covers what it wrote,
+    # the first counts[i] blocks of stream i's order.
+    counts: tuple[int, ...] = ()
 
     @property
     def count(self) -> int:
         return self.size // self.block_size
+
+    def blocks(self, index: int) -> int:
+        """How many blocks stream `index` moves."""
+        return self.counts[index] if self.counts else self.count
+
+    def deadline(self, now_ns: int) -> int:
+        """When a write that starts at perf_counter_ns() `now_ns` must stop (never, without a runtime)."""
+        return now_ns + round(self.runtime * 1e9) if self.runtime else 1 << 63
 
 
 def aggregate(streams: list[dict], command: str) -> dict:
@@ -149,7 +162,7 @@ def offsets(job: Job, index: int) -> list[int]:
     order = list(range(job.count))
     if job.pattern == "rand":
         random.Random(job.seed * 1009 + index).shuffle(order)
-    return [stream.offset + (k * job.slots + stream.slot) * job.block_size for k in order]
+    return [stream.offset + (k * job.slots + stream.slot) * job.block_size for k in order[: job.blocks(index)]]
 
 
 def _open(stream: Stream, job: Job, writing: bool) -> int:
@@ -162,9 +175,9 @@ def _open(stream: Stream, job: Job, writing: bool) -> int:
     return os.open(stream.path, flags, 0o644)
 
 
-def _stream_result(stream: Stream, nbytes: int, start: float, end: float, end_durable: float, latency) -> dict:
+def _stream_result(stream: Stream, nbytes: int, start: float, end: float, end_durable: float, latency, **more) -> dict:
     """What one stream did, as aggregate() takes it: where, how much, when (epoch seconds), and each call's time."""
-    return {
+    return more | {
         "path": stream.path,
         "offset": stream.offset,
         "bytes": nbytes,
@@ -204,6 +217,7 @@ def _write_stream(job: Job, index: int, start_line: threading.Barrier, done: lis
         start_line.wait()
         start = _clock()
         last = ns()
+        deadline = job.deadline(last)
         for off in where:
             b = off // bs % nblocks
             if stamps:
@@ -221,13 +235,21 @@ def _write_stream(job: Job, index: int, start_line: threading.Barrier, done: lis
                 longest = d
             ops += 1
             done[index] += n
+            if now >= deadline:
+                break
         end = _clock()
         os.fsync(fd)
         end_durable = _clock()
     finally:
         os.close(fd)
         pool.close()
-    return _stream_result(stream, done[index], start, end, end_durable, _finish(latency, ops, total, longest))
+    latency = _finish(latency, ops, total, longest)
+    return _stream_result(stream, done[index], start, end, end_durable, latency, **_stopped(job, ops, len(where)))
+
+
+def _stopped(job: Job, ops: int, planned: int) -> dict:
+    """What ended a time-based write: the time, or io.size reached first (nothing for a size-based one)."""
+    return {"stopped_by": "runtime" if ops < planned else "size"} if job.runtime else {}
 
 
 def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list) -> dict:
@@ -300,7 +322,8 @@ def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Bar
     from .uring import buffer_address, check, fast_ring
 
     stream, bs, depth = job.streams[index], job.block_size, job.iodepth
-    where, n = offsets(job, index), job.count
+    where = offsets(job, index)
+    n = planned = len(where)
     op = "write" if writing else "read"
     # Slot s (one I/O in flight at a time) owns buffers s + depth * t, t < turns: a buffer is never stamped or
     # read into while the kernel still uses it. A write at file position p (in blocks) takes t = p modulo turns,
@@ -326,6 +349,7 @@ def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Bar
             start_line.wait()
             start = _clock()
             now = ns()
+            deadline = job.deadline(now) if writing else 1 << 63
             queue_many(first, where[: len(first)], [address[buf] for buf in bufs])
             for slot in first:
                 queued_at[slot] = now
@@ -360,6 +384,8 @@ def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Bar
                             longest = d
                     counts[b] += 1
                     total += d
+                if now >= deadline:  # time-based: queue no more, let what is in flight complete
+                    n = k
                 more = min(got, n - k)
                 if more:
                     slots = slots[:more] if more < got else slots
@@ -384,8 +410,9 @@ def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Bar
     finally:
         os.close(fd)
         pool.close()
-    result = _stream_result(stream, moved, start, end, end_durable, _finish(latency, ops, total, longest))
-    return result | {"iodepth": depth}
+    latency = _finish(latency, ops, total, longest)
+    stopped = _stopped(job, ops, planned) if writing else {}
+    return _stream_result(stream, moved, start, end, end_durable, latency, iodepth=depth, **stopped)
 
 
 def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:
@@ -511,7 +538,10 @@ def _describe(job: Job, op: str) -> str:
         where += f" (shared: stream s moves blocks s, s+{job.slots}, s+{2 * job.slots}, ... of it)"
     data = f" of {job.data} data" if op == "write" else ""
     streams = f"{len(job.streams)} stream(s)"
-    return f"python: {call} {job.count} x {job.block_size} B{data} per stream ({how}), {streams}: {where}"
+    count = f"{job.count} x" if not job.counts else f"{'/'.join(map(str, job.counts))} (what the write moved) x"
+    if op == "write" and job.runtime:
+        count = f"for {job.runtime:g} s, at most {job.count} x"
+    return f"python: {call} {count} {job.block_size} B{data} per stream ({how}), {streams}: {where}"
 
 
 def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:

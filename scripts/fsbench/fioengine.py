@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, aggregate, progress
+from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, aggregate, offsets, progress
 from fsbench.latency import Histogram
 from fsbench.system import ToolError
 
@@ -40,6 +40,8 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
         raise ValueError(f"fio engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
     if job.slots > 1 and job.pattern != "seq":
         raise ValueError("fio engine: a shared file is written in interleaved blocks only sequentially (pattern seq)")
+    if job.runtime and op == "write" and job.pattern != "seq":
+        raise ValueError("fio engine: a time-based write is sequential only (a read must cover what it wrote)")
     # Shared file: after each block, skip the other streams' (fio's offset modifier for sequential I/O).
     skip = f":{(job.slots - 1) * job.block_size}" if job.slots > 1 else ""
     lines = [
@@ -59,6 +61,10 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
         "invalidate=0",  # the caller made and measured the cache state; fio must not drop it again
         "fallocate=none",  # blocks are allocated by the writes themselves, as with dd and the python engine
         *(["end_fsync=1"] if op in ("write", "mixed") else []),
+        # Time-based: a write stops at the time or at size, whichever is first; a mix runs over its files until
+        # the time is up. Whole ms (fio's unit).
+        *([f"runtime={round(job.runtime * 1000)}ms"] if job.runtime and op != "read" else []),
+        *(["time_based=1"] if job.runtime and op == "mixed" else []),
         # random: fresh random bytes in every buffer (incompressible, no dedupe); zero: like /dev/zero.
         "refill_buffers=1" if job.data == "random" else "zero_buffers=1",
         "thread",
@@ -69,16 +75,18 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
         if job.slots > 1:
             # From the stream's first block to the end of the shared file, of which it moves job.size bytes.
             start = stream.offset + stream.slot * job.block_size
-            lines += [f"offset={start}", f"size={stream.offset + job.size * job.slots - start}", f"io_size={job.size}"]
+            lines += [f"offset={start}", f"size={stream.offset + job.size * job.slots - start}"]
         elif stream.device or stream.offset:
             lines.append(f"offset={stream.offset}")
+        if job.slots > 1 or job.counts:  # a read after a time-based write: what this stream wrote
+            lines.append(f"io_size={job.blocks(i) * job.block_size}")
     return "\n".join(lines) + "\n"
 
 
 def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict:
     """Run fio on the job; its figure for `op`, or for a mix {"read": figure, "write": figure}."""
     text = job_file(job, op, rwmix_read)
-    total = job.size * len(job.streams)
+    total = sum(job.blocks(i) for i in range(len(job.streams))) * job.block_size
     fd, path = tempfile.mkstemp(prefix="fsbench-", suffix=".fio")
     try:
         with os.fdopen(fd, "w") as f:
@@ -119,8 +127,14 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
             err = f"error {j['error']} ({os.strerror(j['error'])})" if j["error"] else f"exit {proc.returncode}"
             raise ToolError(f"fio {op} of {stream.path} failed, {err}: {said}")
         moved = sum(j[section]["io_bytes"] for section in sections)
-        if moved != job.size:
-            raise ToolError(f"fio {op} of {stream.path} moved {moved} bytes, expected {job.size}: {said}")
+        expected = job.blocks(i) * job.block_size
+        if job.runtime and op != "read":  # time-based: a write moves up to its size, a mix as much as it can
+            whole = 0 < moved <= (expected if op == "write" else moved) and moved % job.block_size == 0
+        else:
+            whole = moved == expected
+        if not whole:
+            raise ToolError(f"fio {op} of {stream.path} moved {moved} bytes, expected {expected}: {said}")
+        stopped = {"stopped_by": "size" if moved == expected else "runtime"} if job.runtime and op == "write" else {}
         # A mix's reads and writes share its wall time (runtime: whole ms, the final fsync included).
         mix = max(j[section]["runtime"] for section in sections) / 1000
         for section in sections:
@@ -148,6 +162,7 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
                     "fio_wall_seconds": wall,
                     "ops": io["total_ios"],
                     "latency": _latency(io["clat_ns"]).as_record(),
+                    **stopped,
                 }
             )
     figures = {}
@@ -174,7 +189,8 @@ def _latency(clat: dict) -> Histogram:
 
 
 def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
-    """Write job.size bytes to every stream at once, then fsync each (end_fsync=1); progress every `every` s."""
+    """Write job.size bytes to every stream at once (time-based: until job.runtime, at most that), then fsync each
+    (end_fsync=1); progress every `every` s."""
     return _run(job, "write", every)
 
 
@@ -186,19 +202,20 @@ def mixed(job: Job, rwmix_read: int, every: float = PROGRESS_SECONDS) -> dict:
 
 
 def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
-    """Read job.size bytes of every stream at once (progress every `every` s). Files must already hold
-    job.size bytes."""
+    """Read job.size bytes (or job.counts blocks) of every stream at once (progress every `every` s). Files must
+    already hold them."""
     _check_readable(job)
     return _run(job, "read", every)
 
 
 def _check_readable(job: Job) -> None:
-    for stream in job.streams:
+    for i, stream in enumerate(job.streams):
         # fio would silently lay out (write) a missing or short file first, then "read" it from page cache.
         have = os.path.getsize(stream.path) if os.path.exists(stream.path) else None
-        if not stream.device and (have is None or have < stream.offset + job.size):
+        need = max(offsets(job, i), default=-job.block_size) + job.block_size  # the end of its last block
+        if not stream.device and (have is None or have < need):
             raise ToolError(
-                f"fio engine: cannot read {job.size} bytes of {stream.path}: it "
+                f"fio engine: cannot read {job.blocks(i) * job.block_size} bytes of {stream.path}: it "
                 + ("does not exist" if have is None else f"holds {have} bytes")
                 + "; write it first"
             )

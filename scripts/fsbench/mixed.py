@@ -1,10 +1,11 @@
 """Mixed reads and writes (patterns randrw and rw) with the python engine: one figure for the reads, one for the
 writes of the same run.
 
-Each stream visits each of its blocks once (randrw: in a seeded random order; rw: in order) and reads or writes
-it; which, comes from a seeded shuffle holding exactly round(blocks × rwmix_read / 100) reads, so the read share
-is what was asked, not what a coin gave. One call at a time (pread/pwrite). The writes are flushed at the end
-(fsync, inside the writes' durable time, as fio's end_fsync=1); both figures take the mix's wall time.
+Each stream visits each of its blocks once (randrw: in a seeded random order; rw: in order; with io.runtime, again
+and again until the time is up) and reads or writes it; which, comes from a seeded shuffle holding exactly
+round(blocks × rwmix_read / 100) reads, so the read share is what was asked, not what a coin gave (time-based:
+exactly over whole passes). One call at a time (pread/pwrite). The writes are flushed at the end (fsync, inside the
+writes' durable time, as fio's end_fsync=1); both figures take the mix's wall time.
 """
 
 import mmap
@@ -46,16 +47,23 @@ def _mixed_stream(job: Job, rwmix_read: int, index: int, start_line: threading.B
     try:
         start_line.wait()
         start = _clock()
-        for off, reading in zip(where, which, strict=True):
-            if stamp and not reading:
-                data[:8] = off.to_bytes(8, "little")  # no two written blocks alike (as fio's scramble_buffers)
-            t0 = ns()
-            n = preadv(fd, bufs, off) if reading else pwrite(fd, data, off)
-            hist[reading].record(ns() - t0)
-            if n != bs:
-                raise OSError(f"short {'read' if reading else 'write'} of {n} bytes at {off} of {stream.path}")
-            moved[reading] += n
-            done[index] += n
+        deadline = job.deadline(ns())
+        running = True
+        while running:  # one pass over the blocks; time-based: passes until the time is up (as fio's time_based)
+            for off, reading in zip(where, which, strict=True):
+                if stamp and not reading:
+                    data[:8] = off.to_bytes(8, "little")  # no two written blocks alike (as fio's scramble_buffers)
+                t0 = ns()
+                n = preadv(fd, bufs, off) if reading else pwrite(fd, data, off)
+                t1 = ns()
+                hist[reading].record(t1 - t0)
+                if n != bs:
+                    raise OSError(f"short {'read' if reading else 'write'} of {n} bytes at {off} of {stream.path}")
+                moved[reading] += n
+                done[index] += n
+                if t1 >= deadline:
+                    break
+            running = job.runtime and t1 < deadline
         end = _clock()
         os.fsync(fd)
         end_durable = _clock()
@@ -73,8 +81,9 @@ def describe(job: Job, rwmix_read: int) -> str:
     order = "in a seeded random order" if job.pattern == "rand" else "in order"
     io = "O_DIRECT" if job.direct else "buffered"
     where = ", ".join(dict.fromkeys(s.path for s in job.streams))
+    count = f"for {job.runtime:g} s, passes of {job.count}" if job.runtime else str(job.count)
     return (
-        f"python mixed: {job.count} x {job.block_size} B per stream {order}, {rwmix_read}% os.preadv() and the "
+        f"python mixed: {count} x {job.block_size} B per stream {order}, {rwmix_read}% os.preadv() and the "
         f"rest os.pwrite() (a seeded shuffle), {io}, then os.fsync(); {len(job.streams)} stream(s): {where}"
     )
 

@@ -103,6 +103,8 @@ class Plan:
             "shared_file": cell.shared_file,
             # Only where it matters: a new rwmix_read re-measures the mixed cells, no others.
             **({"rwmix_read": self.io["rwmix_read"]} if cell.pattern in MIXED else {}),
+            # Time-based runs only (io.runtime, seconds): size-based cells keep the params they had.
+            **({"runtime": self.io["runtime"]} if "runtime" in self.io else {}),
             "rep": cell.rep,
             "test": test,
             "size": self.io["size"],

@@ -82,11 +82,14 @@ def rate(nbytes: int, seconds: float) -> float:
     return nbytes / seconds / 1e6 if seconds > 0 else float("nan")
 
 
-def flags_for(row: dict, expected_bytes: int) -> str:
-    """The doubts about one figure, `;`-separated (empty when there are none)."""
+def flags_for(row: dict, expected_bytes: int | None, streams: list[dict] = ()) -> str:
+    """The doubts about one figure, `;`-separated (empty when there are none). `expected_bytes` None: as many
+    as the time allowed (a time-based write); `streams` are its streams' results, which say what stopped them."""
     flags = []
-    if row["bytes"] != expected_bytes:
+    if expected_bytes is not None and row["bytes"] != expected_bytes:
         flags.append("short-transfer")
+    if any(s.get("stopped_by") == "size" for s in streams):
+        flags.append("size-before-runtime")
     if min(row["seconds"], row["seconds_durable"]) < SHORT_SECONDS:
         flags.append("short")
     if row["op"] == "read" and row["cached_before"] > CACHED_LIMIT:

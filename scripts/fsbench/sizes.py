@@ -1,6 +1,6 @@
-"""Byte sizes as people write them: 512KiB, 1MiB, 4M, 20G, 1048576.
+"""Byte sizes and durations as people write them: 512KiB, 1MiB, 4M, 20G, 1048576; 60s, 2m, 500ms, 90.
 
-Units are binary throughout (M = MiB, as dd's bs=1M), so a campaign written
+Size units are binary throughout (M = MiB, as dd's bs=1M), so a campaign written
 with dd habits means what it says.
 """
 
@@ -10,6 +10,9 @@ _UNITS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGTP]?)(i?B)?\s*$", re.IGNORECASE)
 
 ALLOWED = "a whole number of bytes, or one with a binary unit: 512KiB, 1MiB, 4M, 1GiB, 20G"
+_SECONDS = {"ms": 0.001, "s": 1, "": 1, "m": 60, "h": 3600}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
+DURATION_ALLOWED = "a time above zero: 60s, 2m, 1h, 500ms, or a number of seconds"
 
 
 def parse_size(value) -> int:
@@ -37,3 +40,16 @@ def format_size(n: int) -> str:
         if n % scale == 0:
             return f"{n // scale}{unit}"
     return f"{n}B"
+
+
+def parse_duration(value) -> float:
+    """Seconds in `value` (60s, 2m, 500ms, 90, 1.5); ValueError (saying what is allowed) for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"not a duration; allowed: {DURATION_ALLOWED}")
+    if isinstance(value, str):
+        if not (m := _DURATION.match(value)):
+            raise ValueError(f"not a duration; allowed: {DURATION_ALLOWED}")
+        value = float(m.group(1)) * _SECONDS[(m.group(2) or "").lower()]
+    if not 0 < value < float("inf"):
+        raise ValueError(f"not a duration; allowed: {DURATION_ALLOWED}")
+    return float(value)

@@ -256,9 +256,11 @@ def _log_figure(record: dict) -> None:
     log.info("command: %s", record["command"])
 
 
-def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
+def job_for(state: dict, cell: dict, workdir, op: str, written: list[int] = ()) -> engine.Job:
     """The cell as an engine job: the bare device split into one region per stream, or one file per stream;
-    with shared_file, one file (or the device from its start) that every stream moves its own blocks of."""
+    with shared_file, one file (or the device from its start) that every stream moves its own blocks of.
+    Time-based (runtime): the write (or a mixed cell's mix) runs for it, and the read covers `written`, the
+    bytes each stream's write moved."""
     size, n, shared = cell["size"], cell["streams"], cell.get("shared_file", False)
     # An all-hosts cell's file is shared by every host's streams: this host's take the slots from slot_base.
     base = cell.get("slot_base", 0)
@@ -279,8 +281,12 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
     seed = int(hashlib.sha256(f"{cell['test']}/{cell['rep']}".encode()).hexdigest()[:8], 16)
     # A mixed cell's write lays its files down in order; its read step runs the mix, at random for randrw.
     pattern = cell["pattern"]
-    if pattern in MIXED:
+    mixed = pattern in MIXED
+    if mixed:
         pattern = "seq" if op == "write" or pattern == "rw" else "rand"
+    # The time bounds the measured write, or a mix (not a mix's layout); a read after it covers what it wrote.
+    timed = cell.get("runtime", 0.0) if (op == "write") != mixed else 0.0
+    counts = tuple(b // cell["block_size"] for b in written) if cell.get("runtime") and not mixed else ()
     return engine.Job(
         streams,
         size,
@@ -291,6 +297,8 @@ def job_for(state: dict, cell: dict, workdir, op: str) -> engine.Job:
         seed,
         cell.get("iodepth", 1),
         cell.get("slots", n) if shared else 1,
+        timed,
+        counts,
     )
 
 
@@ -361,7 +369,7 @@ def _row(cell: dict, op: str, result: dict) -> dict:
         **{k: result[k] for k in LATENCY_COLUMNS},
         **{k: result.get(k, float("nan")) for k in ("cpu_s_per_gb", "device_bytes", "write_amplification")},
     )
-    row["flags"] = flags_for(row, cell["size"] * cell["streams"])
+    row["flags"] = flags_for(row, result.get("expected_bytes", cell["size"] * cell["streams"]), result["streams"])
     return row
 
 
@@ -404,6 +412,8 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
     try:
         with telemetry.measured("write", _members(state)) as found:
             result = run_engine(cell["engine"], "write", job)
+        if job.runtime:
+            result["expected_bytes"] = None  # as much as the time allowed, up to io.size
         result |= telemetry.columns("write", result["bytes"], found)
     except BaseException as e:
         for path in files:
@@ -457,7 +467,7 @@ def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     """Read back exactly what the write made, from a cache emptied and then measured."""
     state = write_record["setup"]
     _ready_for_io(state, cell, workdir)
-    job = job_for(state, cell, workdir, "read")
+    job = job_for(state, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)
     how = make_cold(job, cell["cache"], state, workdir)
@@ -468,6 +478,8 @@ def measure_read(write_record: dict, cell: dict, workdir) -> dict:
         return _measure_mix(job, cell, state, workdir, how, cached)
     with telemetry.measured("read", _members(state)) as found:
         result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
+    if job.counts:  # what the time-based write moved
+        result["expected_bytes"] = sum(job.counts) * job.block_size
     result |= telemetry.columns("read", result["bytes"], found)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
         os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)

@@ -1,0 +1,202 @@
+"""Time-based runs (io.runtime): a write stops at the time (or at io.size, whichever comes first, and says which),
+its read covers exactly what it wrote, a mix runs until the time is up; python and fio; refusals where an engine
+cannot do it. The time is held deterministically: a stepping clock in the unit tests, the kernel's blkio throttle
+under real loop devices in the others."""
+
+import json
+import struct
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fsbench import devices, engine, fioengine, mixed
+from fsbench.config import ConfigError, validate
+from fsbench.engine import Job, Stream, offsets
+from fsbench.plan import Plan
+from fsbench.sizes import parse_duration
+
+from conftest import held, loop_devices_held, needs_root, needs_throttle, private_scratch, run_campaign
+
+KiB, MiB = 2**10, 2**20
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("60s", 60), ("2m", 120), ("1h", 3600), ("500ms", 0.5), ("90", 90), (1.5, 1.5), (3, 3)]
+)
+def test_parse_duration(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("bad", ["0", 0, "-1s", "soon", "", "1d", "s", True, None, [1], float("inf")])
+def test_parse_duration_refuses(bad):
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration(bad)
+
+
+BASE = {
+    "campaign": "t",
+    "scratch": "/var/tmp/fsbench-runtime-test",
+    "arrays": {"a": {"kind": "loop", "size": "1GiB"}},
+    "filesystems": {"xfs": {"type": "xfs"}},
+    "io": {"size": "64MiB", "block_sizes": ["64KiB"], "patterns": ["seq", "rand"], "repeats": 1},
+}
+
+
+def test_runtime_is_validated_and_reaches_the_cells_only_when_set():
+    plan = Plan(validate(BASE | {"io": BASE["io"] | {"runtime": "90s"}}))
+    assert plan.cell_spec("local", "a", "xfs", "rand-64KiB-buffered-1s", 1)["runtime"] == 90.0
+    # Without it the params are what they were: a finished size-based campaign is not measured again.
+    assert "runtime" not in Plan(validate(BASE)).cell_spec("local", "a", "xfs", "rand-64KiB-buffered-1s", 1)
+    for io, message in [
+        ({"runtime": "soon"}, r"'io.runtime': value 'soon' is not allowed; allowed: a time above zero"),
+        ({"runtime": 0}, r"'io.runtime': value 0 is not allowed"),
+        ({"runtime": "1m", "engine": "dd"}, r"'io.engine': value 'dd'.*dd stops only at its count"),
+        ({"runtime": "1m", "engine": "fio"}, r"'io.patterns': value \[\"seq\", \"rand\"\].*no rand with io.engine fio"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            validate(BASE | {"io": BASE["io"] | io})
+    assert validate(BASE | {"io": BASE["io"] | {"runtime": "1m", "engine": "fio", "patterns": ["seq", "randrw"]}})
+
+
+@pytest.fixture
+def stepping_clock(monkeypatch):
+    """perf_counter_ns advancing 1 ms a call, in each thread on its own: a runtime of 40 ms ends a depth-1 write
+    at its 40th call, however fast the machine is."""
+    base, mine = time.perf_counter_ns(), threading.local()
+
+    def tick() -> int:
+        mine.now = getattr(mine, "now", base) + 10**6
+        return mine.now
+
+    monkeypatch.setattr(engine.time, "perf_counter_ns", tick)
+
+
+def stamped_blocks(path: Path, bs: int) -> set[int]:
+    """Offsets of the blocks that hold data the python engine wrote: each starts with its own offset (the stamp)."""
+    data, empty = path.read_bytes(), bytes(bs)
+    return {
+        off
+        for off in range(0, len(data), bs)
+        if struct.unpack_from("<Q", data, off)[0] == off and data[off : off + bs] != empty
+    }
+
+
+@pytest.mark.parametrize("pattern", ["seq", "rand"])
+def test_a_time_based_write_stops_at_the_time_and_its_read_covers_what_it_wrote(tmp_path, stepping_clock, pattern):
+    bs = 4 * KiB
+    job = Job((Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b"))), 4 * MiB, bs, pattern, runtime=0.04)
+    wrote = engine.write(job)
+    for i, s in enumerate(wrote["streams"]):
+        assert s["stopped_by"] == "runtime" and s["ops"] == 40 and s["bytes"] == 40 * bs
+        # Exactly the first 40 blocks of the stream's order: the ones its read (and only they) will cover.
+        assert stamped_blocks(Path(s["path"]), bs) == set(offsets(job, i)[:40])
+    assert "for 0.04 s, at most 1024 x 4096 B" in wrote["command"]
+    counts = tuple(s["bytes"] // bs for s in wrote["streams"])
+    read_job = Job(job.streams, job.size, bs, pattern, counts=counts)
+    assert [offsets(read_job, i) for i in (0, 1)] == [offsets(job, i)[:40] for i in (0, 1)]
+    got = engine.read(read_job)
+    assert got["bytes"] == wrote["bytes"] and got["ops"] == 80
+    assert "stopped_by" not in got["streams"][0]
+
+
+def test_a_time_based_write_that_reaches_io_size_first_says_so(tmp_path, stepping_clock):
+    job = Job((Stream(str(tmp_path / "a")),), 64 * KiB, 4 * KiB, runtime=60)
+    stream = engine.write(job)["streams"][0]
+    assert (stream["stopped_by"], stream["ops"], stream["bytes"]) == ("size", 16, 64 * KiB)
+
+
+def test_a_time_based_mix_runs_passes_until_the_time_is_up(tmp_path, monkeypatch):
+    bs = 4 * KiB
+    job = Job((Stream(str(tmp_path / "a")),), 256 * KiB, bs)
+    engine.write(job)
+    now = [time.perf_counter_ns()]
+    monkeypatch.setattr(mixed.time, "perf_counter_ns", lambda: now.__setitem__(0, now[0] + 10**6) or now[0])
+    # One clock read to start, two a call: the 100th call ends the 200 ms.
+    got = mixed.run(Job(job.streams, job.size, bs, "rand", runtime=0.2), 75)
+    assert got["read"]["ops"] + got["write"]["ops"] == 100  # more than one pass of 64 blocks
+    assert got["read"]["ops"] == 48 + sum(mixed.kinds(64, 75, 0)[:36])  # a whole pass, then part of the next
+
+
+# Real devices: the blkio throttle holds them slow enough that the time always ends the write first ---------------
+
+RATE = 16 * 10**6  # bytes/s, reads and writes
+
+
+@pytest.fixture
+def slow_loop():
+    """A loop device on a RAM-backed image, held at RATE."""
+    with private_scratch(Path("/dev/shm/fsbench-test")) as scratch, loop_devices_held(RATE):
+        yield devices.attach_loop_images(scratch, 1, 64 * MiB)[0]
+
+
+@needs_root
+@needs_throttle
+def test_fio_stops_a_write_at_the_time_reads_what_it_wrote_and_mixes_for_the_time(slow_loop):
+    bs = 64 * KiB
+    job = Job((Stream(slow_loop, 0, True), Stream(slow_loop, 32 * MiB, True)), 32 * MiB, bs, direct=True, runtime=0.5)
+    assert "runtime=500ms" in fioengine.job_file(job, "write") and "time_based" not in fioengine.job_file(job, "write")
+    wrote = fioengine.write(job)
+    assert all(s["stopped_by"] == "runtime" for s in wrote["streams"])
+    assert 0 < wrote["bytes"] < 2 * 32 * MiB and wrote["bytes"] % bs == 0
+    assert wrote["seconds_durable"] >= 0.5
+    read_job = Job(job.streams, job.size, bs, direct=True, counts=tuple(s["bytes"] // bs for s in wrote["streams"]))
+    text = fioengine.job_file(read_job, "read")
+    assert [f"io_size={s['bytes']}" in text for s in wrote["streams"]] == [True, True]
+    got = fioengine.read(read_job)
+    assert [s["bytes"] for s in got["streams"]] == [s["bytes"] for s in wrote["streams"]]
+    mix = fioengine.mixed(Job(job.streams, job.size, bs, "rand", True, runtime=0.5), 70)
+    assert "time_based=1" in mix["read"]["command"]
+    assert mix["read"]["seconds"] >= 0.5 and mix["read"]["ops"] > 0 and mix["write"]["ops"] > 0
+
+
+@needs_root
+@needs_throttle
+@pytest.mark.e2e
+def test_a_time_based_campaign_moves_what_the_time_allows_and_reads_exactly_that(tmp_path):
+    """A loop array held at 16 MB/s (raw and ext4) and a path array on tmpfs, 1 s per write, at most 24 MiB: the
+    slow one stops at the time, the fast one at io.size (flagged), and every read moves what its write moved."""
+    with private_scratch(Path("/dev/shm/fsbench-test")) as scratch:
+        (scratch / "fast").mkdir()
+        config = {
+            "campaign": "timed",
+            "scratch": str(scratch),
+            "arrays": {
+                "slow": {"kind": "loop", "size": "160MiB"},
+                "fast": {"kind": "path", "path": str(scratch / "fast")},
+            },
+            "raw": True,
+            "filesystems": {"ext4": {"type": "ext4"}},
+            "io": {
+                "size": "24MiB",
+                "runtime": "1s",
+                "block_sizes": ["64KiB"],
+                "patterns": ["seq", "rand", "randrw"],
+                "direct": [True],
+                "cache": "direct",
+                "repeats": 1,
+            },
+        }
+        with loop_devices_held(RATE):
+            run_campaign(tmp_path, config)
+        assert not held(scratch)
+    df = pd.read_csv(tmp_path / "results/timed/measurements.csv")
+    assert sorted(df.groupby(["array", "target"]).groups) == [("fast", "path"), ("slow", "ext4"), ("slow", "raw")]
+    assert len(df) == 3 * 3 * 2  # targets × patterns × (write and read, or a mix's read and write)
+    for (array, target, pattern), cell in df.groupby(["array", "target", "pattern"]):
+        write, read = (cell[cell["op"] == op].iloc[0] for op in ("write", "read"))
+        record = json.loads((tmp_path / read["record"]).read_text())
+        assert record["cell"]["runtime"] == 1.0
+        if pattern == "randrw":  # the mix ran for the time over files laid down in full
+            assert write["seconds"] == read["seconds"] >= 1.0 and read["ops"] > 0 and write["ops"] > 0
+            assert 0.55 < read["ops"] / (read["ops"] + write["ops"]) < 0.85
+            continue
+        assert read["bytes"] == write["bytes"], (array, target, pattern)
+        assert "short-transfer" not in str(read["flags"])
+        if array == "slow":
+            assert 0 < write["bytes"] < 24 * MiB and write["seconds"] >= 1.0, (target, pattern, write["bytes"])
+            assert "size-before-runtime" not in str(write["flags"])
+        else:  # tmpfs writes 24 MiB long before a second is up: io.size ended it, and the row says so
+            assert write["bytes"] == 24 * MiB and "size-before-runtime" in write["flags"]
