@@ -200,3 +200,15 @@ def test_a_time_based_campaign_moves_what_the_time_allows_and_reads_exactly_that
             assert "size-before-runtime" not in str(write["flags"])
         else:  # tmpfs writes 24 MiB long before a second is up: io.size ended it, and the row says so
             assert write["bytes"] == 24 * MiB and "size-before-runtime" in write["flags"]
+
+
+@needs_root
+@needs_throttle
+def test_a_deep_python_mix_runs_for_the_time(slow_loop):
+    """io_uring with 8 in flight, held at 16 MB/s: a 64 MiB region takes 4 s a pass, the 0.5 s ends it first."""
+    job = Job((Stream(slow_loop, 0, True),), 64 * MiB, 64 * KiB, "rand", True, iodepth=8, runtime=0.5)
+    got = mixed.run(job, 70)
+    assert got["read"]["seconds"] >= 0.5 and got["read"]["seconds"] == got["write"]["seconds"]
+    ops = got["read"]["ops"] + got["write"]["ops"]
+    assert 0 < ops < 64 * MiB // (64 * KiB)
+    assert got["read"]["bytes"] + got["write"]["bytes"] == ops * 64 * KiB

@@ -159,9 +159,6 @@ def _check_semantics(config: dict) -> None:
     if io["engine"] == "dd" and set(io["patterns"]) != {"seq"}:
         allowed = "seq only with io.engine dd (dd cannot seek at random nor mix reads and writes; use python or fio)"
         raise _fail("io.patterns", io["patterns"], allowed)
-    if io["engine"] == "python" and MIXED & set(io["patterns"]) and max(io["iodepth"]) > 1:
-        allowed = "[1] with io.engine python and a mixed pattern (it mixes one call at a time; fio mixes at depth)"
-        raise _fail("io.iodepth", io["iodepth"], allowed)
     if True in io["shared_file"] and io["engine"] == "dd":
         allowed = "[false] with io.engine dd (dd writes one run of blocks, it cannot interleave; use python or fio)"
         raise _fail("io.shared_file", io["shared_file"], allowed)

@@ -320,8 +320,9 @@ class Ring:
         _pack_sqe(self._sqes, (tail & self._sq_mask) << 6, opcode, fd, offset, addr, length, user_data)
         self._sq_tail = tail + 1  # published to the kernel by submit_and_wait()
 
-    def fix_slots(self, op: str, fd: int, length: int, addresses: list[int]) -> None:
-        """Prepare SQE i once as a `length`-byte "read" or "write" of `fd` at memory addresses[i], with user_data i.
+    def fix_slots(self, op: str, fd: int, length: int, addresses: list[int], first: int = 0) -> None:
+        """Prepare SQE first + i once as a `length`-byte "read" or "write" of `fd` at memory addresses[i], with
+        user_data first + i (a mix fixes its read slots, then its write slots after them).
 
         Then queue(i, offset) sends it again with only its file offset (and, for writes, the buffer) changed:
         the SQ index array says which SQE each queue entry is, so the hot path writes 8-16 bytes of the SQE and
@@ -329,13 +330,13 @@ class Ring:
         reaped (the kernel reads an SQE when it is submitted). A Ring is used either with fix_slots()/queue()
         or with prep(), not both.
         """
-        if len(addresses) > self.sq_entries:
-            raise ValueError(f"{len(addresses)} slots for a ring of {self.sq_entries} SQEs")
+        if first + len(addresses) > self.sq_entries:
+            raise ValueError(f"slots {first}..{first + len(addresses) - 1} for a ring of {self.sq_entries} SQEs")
         try:
             opcode = OPCODES[op]
         except KeyError:
             raise ValueError(f"op must be 'read' or 'write', not {op!r}") from None
-        for slot, addr in enumerate(addresses):
+        for slot, addr in enumerate(addresses, first):
             _pack_sqe(self._sqes, slot << 6, opcode, fd, 0, addr, length, slot)
 
     def queue(self, slot: int, offset: int) -> None:
