@@ -15,8 +15,21 @@ from .records import write_json
 from .system import output, run
 
 
+class _Record:
+    """A step's result as its record holds it (JSON: tuples become lists, and back)."""
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict):
+        return cls(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in cls.__dataclass_fields__}
+        )
+
+
 @dataclass(frozen=True)
-class ArrayState:
+class ArrayState(_Record):
     """An array as it is now: what filesystems and raw cells use (`devices`), and what it is made of."""
 
     kind: str  # loop | device | mdadm | path
@@ -27,13 +40,51 @@ class ArrayState:
     path: str | None = None  # a path array: the directory fsbench writes in
     fs_type: str | None = None  # a path array: the type of the filesystem it lies on
 
+
+@dataclass(frozen=True)
+class Filesystem(_Record):
+    """What the mkfs step made, or found made for this round: its record's `filesystem`."""
+
+    fs_type: str
+    uuid: str
+    fingerprint: str  # the settings it was made with, and the round (devices.ensure_filesystem)
+    mkfs_argv: tuple[str, ...]
+    mkfs_readback: dict  # what dumpe2fs, xfs_info or btrfs read back from the device
+    devices: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Mount(_Record):
+    """Where the mount step left the filesystem: the options asked, and the kernel's (/proc/self/mountinfo)."""
+
+    mountpoint: str
+    source: str
+    fstype: str
+    options: str
+    asked: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a write, read or metadata step works on: the array, and the filesystem mounted on it (raw, path: none).
+
+    Its record (a measurement's `setup`) is the array's, with `filesystem` and `mount` beside its keys."""
+
+    array: ArrayState
+    filesystem: Filesystem | None = None
+    mount: Mount | None = None
+
     def as_record(self) -> dict:
-        return asdict(self)
+        if self.filesystem is None:
+            return self.array.as_record()
+        return self.array.as_record() | {"filesystem": self.filesystem.as_record(), "mount": self.mount.as_record()}
 
     @classmethod
-    def from_record(cls, record: dict) -> "ArrayState":
-        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in cls.__dataclass_fields__}
-        return cls(**fields)
+    def from_record(cls, record: dict) -> "Target":
+        if "filesystem" not in record:
+            return cls(ArrayState.from_record(record))
+        fs, mount = Filesystem.from_record(record["filesystem"]), Mount.from_record(record["mount"])
+        return cls(ArrayState.from_record(record), fs, mount)
 
 
 def attach(array: dict, workdir, name: str = "") -> ArrayState:

@@ -72,9 +72,14 @@ def _mixed_stream(job: Job, rwmix_read: int, index: int, start_line: threading.B
         os.close(fd)
         into.close()
         data.close()
+    return _both(stream, moved, hist, start, end, end_durable)
+
+
+def _both(stream, moved: dict, hist: dict, start: float, end: float, end_durable: float, **more) -> dict:
+    """A stream's reads and writes (keyed True and False in `moved` and `hist`) as two results of one run."""
     return {
-        "read": _stream_result(stream, moved[True], start, end, end, hist[True]),
-        "write": _stream_result(stream, moved[False], start, end, end_durable, hist[False]),
+        "read": _stream_result(stream, moved[True], start, end, end, hist[True], **more),
+        "write": _stream_result(stream, moved[False], start, end, end_durable, hist[False], **more),
     }
 
 
@@ -147,10 +152,7 @@ def _mixed_uring_stream(job: Job, rwmix_read: int, index: int, start_line: threa
     finally:
         os.close(fd)
         pool.close()
-    return {
-        "read": _stream_result(stream, moved[True], start, end, end, hist[True], iodepth=depth),
-        "write": _stream_result(stream, moved[False], start, end, end_durable, hist[False], iodepth=depth),
-    }
+    return _both(stream, moved, hist, start, end, end_durable, iodepth=depth)
 
 
 def describe(job: Job, rwmix_read: int) -> str:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import arrays, devices, engine, metadata, provenance, telemetry
-from .arrays import ArrayState
+from .arrays import ArrayState, Filesystem, Mount, Target
 from .config import MIXED
 from .engines import run_engine, run_mixed
 from .hosts import check_host
@@ -91,7 +91,7 @@ def mkfs(cell: dict, array_record: dict, workdir) -> dict:
         log.info(
             "reused %s %s on %s, made for this round by an earlier cell", fs["type"], made["uuid"], state.devices[0]
         )
-    filesystem = {k: made[k] for k in ("fs_type", "uuid", "fingerprint", "mkfs_argv", "mkfs_readback", "devices")}
+    filesystem = Filesystem.from_record(made)
     return {
         "step": "mkfs",
         "cell": cell,
@@ -99,25 +99,25 @@ def mkfs(cell: dict, array_record: dict, workdir) -> dict:
         "started_at": started,
         "seconds": seconds,
         "array": state.as_record(),
-        "filesystem": filesystem,
+        "filesystem": filesystem.as_record(),
     }
 
 
 def mount(cell: dict, mkfs_record: dict, workdir) -> dict:
     """Mount the filesystem mkfs made (or find it mounted as asked); the kernel's view of the options kept."""
     check_host(cell["host"])
-    state, fs = ArrayState.from_record(mkfs_record["array"]), mkfs_record["filesystem"]
+    state, fs = ArrayState.from_record(mkfs_record["array"]), Filesystem.from_record(mkfs_record["filesystem"])
     arrays.check_writable(state, workdir, f"arrays.{cell['array']}")
     dev, mnt = state.devices[0], Path(workdir) / "mnt"
     found = devices.probe(dev)["uuid"]
-    if found != fs["uuid"]:
+    if found != fs.uuid:
         raise devices.DeviceError(
-            f"{dev} no longer holds the {fs['fs_type']} filesystem {fs['uuid']} that mkfs made (found "
+            f"{dev} no longer holds the {fs.fs_type} filesystem {fs.uuid} that mkfs made (found "
             f"{found or 'none'}): another step changed the device in between"
         )
     before = devices.mount_at(mnt)
     started, t0 = _now(), time.perf_counter()
-    current = devices.ensure_mounted(dev, mnt, fs["fs_type"], cell["fs"]["mount"], fs["uuid"])
+    current = devices.ensure_mounted(dev, mnt, fs.fs_type, cell["fs"]["mount"], fs.uuid)
     mounted_now = before is None or before.source != dev
     asked = ",".join(cell["fs"]["mount"]) or "defaults"
     log.info(
@@ -135,30 +135,26 @@ def mount(cell: dict, mkfs_record: dict, workdir) -> dict:
         "started_at": started,
         "seconds": time.perf_counter() - t0,
         "array": state.as_record(),
-        "filesystem": fs,
-        "mount": {
-            "mountpoint": current.mountpoint,
-            "source": current.source,
-            "fstype": current.fstype,
-            "options": current.options,
-            "asked": cell["fs"]["mount"],
-        },
+        "filesystem": fs.as_record(),
+        "mount": Mount(
+            current.mountpoint, current.source, current.fstype, current.options, tuple(cell["fs"]["mount"])
+        ).as_record(),
     }
 
 
-def setup_for_write(cell: dict, record: dict, workdir) -> dict:
+def target_for_write(cell: dict, record: dict, workdir) -> Target:
     """What the write works on, from the step before it: the mount (filesystems), or the array (raw, path)."""
     if record["step"] == "mount":
-        return record["array"] | {"filesystem": record["filesystem"], "mount": record["mount"]}
+        return Target.from_record(record["array"] | {"filesystem": record["filesystem"], "mount": record["mount"]})
     state = bring_up(cell, record, workdir)
     if cell["target"] == "path":
         state = arrays.data_folder(state, workdir)
-    return state.as_record()
+    return Target(state)
 
 
 def write(cell: dict, record: dict, workdir) -> dict:
     """The write step: the cell's data written (and flushed) on the state the step before left."""
-    written = measure_write(setup_for_write(cell, record, workdir), cell, workdir)
+    written = measure_write(target_for_write(cell, record, workdir), cell, workdir)
     _log_figure(written)
     return written
 
@@ -171,10 +167,10 @@ def read(cell: dict, write_record: dict, workdir) -> dict:
     return done
 
 
-def measure_metadata(state: dict, cell: dict, workdir) -> dict:
+def measure_metadata(target: Target, cell: dict, workdir) -> dict:
     """The metadata test (fsbench.metadata) in a folder of its own on the target; one row per phase."""
-    _ready_for_io(state, cell, workdir)
-    where = Path(state["path"]) if cell["target"] == "path" else Path(workdir) / "mnt"
+    _ready_for_io(target, cell, workdir)
+    where = Path(target.array.path) if cell["target"] == "path" else Path(workdir) / "mnt"
     root = where / f"fsbench-{cell['test']}-rep{cell['rep']}"
     shutil.rmtree(root, ignore_errors=True)  # what an interrupted run left
     root.mkdir()
@@ -183,9 +179,9 @@ def measure_metadata(state: dict, cell: dict, workdir) -> dict:
     )
     # stat and read must find inodes and dentries cold too: only dropping the kernel's caches (or a remount)
     # does that; fadvise and O_DIRECT reach file data only.
-    method = "remount" if cell["cache"] == "remount" and "mount" in state else "drop"
+    method = "remount" if cell["cache"] == "remount" and target.mount else "drop"
     try:
-        found = metadata.run(job, lambda: make_cold(engine.Job((), 1, 1), method, state, workdir))
+        found = metadata.run(job, lambda: make_cold(engine.Job((), 1, 1), method, target, workdir))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     rows = []
@@ -215,7 +211,7 @@ def measure_metadata(state: dict, cell: dict, workdir) -> dict:
         "streams": {phase: figure["streams"] for phase, figure in found["phases"].items()},
         "cold": found["cold"],
         "cell": cell,
-        "setup": state,
+        "setup": target.as_record(),
         "machine": provenance.machine(),
     }
 
@@ -223,7 +219,7 @@ def measure_metadata(state: dict, cell: dict, workdir) -> dict:
 def metadata_step(cell: dict, record: dict, workdir) -> dict:
     """The metadata step: many small files created, stat'ed, read and deleted where the step before left the
     target (its mount, or the path array)."""
-    done = measure_metadata(setup_for_write(cell, record, workdir), cell, workdir)
+    done = measure_metadata(target_for_write(cell, record, workdir), cell, workdir)
     for row in done["rows"]:
         log.info("%s: %d files in %.2f s, %.0f files/s", row["op"], row["ops"], row["seconds"], row["iops"])
     return done
@@ -256,7 +252,7 @@ def _log_figure(record: dict) -> None:
     log.info("command: %s", record["command"])
 
 
-def job_for(state: dict, cell: dict, workdir, op: str, written: list[int] = ()) -> engine.Job:
+def job_for(target: Target, cell: dict, workdir, op: str, written: list[int] = ()) -> engine.Job:
     """The cell as an engine job: the bare device split into one region per stream, or one file per stream;
     with shared_file, one file (or the device from its start) that every stream moves its own blocks of.
     Time-based (runtime): the write (or a mixed cell's mix) runs for it, and the read covers `written`, the
@@ -265,12 +261,12 @@ def job_for(state: dict, cell: dict, workdir, op: str, written: list[int] = ()) 
     # An all-hosts cell's file is shared by every host's streams: this host's take the slots from slot_base.
     base = cell.get("slot_base", 0)
     if cell["target"] == "raw":
-        dev = state["devices"][0]
+        dev = target.array.devices[0]
         streams = tuple(
             engine.Stream(dev, 0, True, i) if shared else engine.Stream(dev, i * size, True) for i in range(n)
         )
     else:
-        where = Path(state["path"]) if cell["target"] == "path" else Path(workdir) / "mnt"
+        where = Path(target.array.path) if cell["target"] == "path" else Path(workdir) / "mnt"
         name = f"fsbench-{cell['test']}-rep{cell['rep']}"
         shared_path = str(where / f"{name}-shared.dat")
         streams = tuple(
@@ -302,21 +298,21 @@ def job_for(state: dict, cell: dict, workdir, op: str, written: list[int] = ()) 
     )
 
 
-def _ready_for_io(state: dict, cell: dict, workdir) -> None:
+def _ready_for_io(target: Target, cell: dict, workdir) -> None:
     """Fail fast unless the array is in the state this cell needs: raw unmounted, or our filesystem mounted."""
     if cell["target"] == "path":
-        if not os.path.isdir(state["path"]):
-            raise devices.DeviceError(f"{state['path']} is gone")
+        if not os.path.isdir(target.array.path):
+            raise devices.DeviceError(f"{target.array.path} is gone")
         return
-    dev = state["devices"][0]
+    dev = target.array.devices[0]
     mnt = Path(workdir) / "mnt"
     current = devices.mount_at(mnt)
     if cell["target"] == "raw":
         if current:
             devices.unmount(mnt)
-        arrays.check_writable(ArrayState.from_record(state), workdir)
+        arrays.check_writable(target.array, workdir)
         return
-    uuid = state["filesystem"]["uuid"]
+    uuid = target.filesystem.uuid
     if current is None or current.source != dev or devices.probe(dev)["uuid"] != uuid:
         raise devices.DeviceError(
             f"{mnt} no longer holds filesystem '{cell['target']}' ({uuid}) from {dev}; "
@@ -346,9 +342,9 @@ def _head(stream: engine.Stream) -> str:
         os.close(fd)
 
 
-def _members(state: dict) -> list[str]:
+def _members(target: Target) -> list[str]:
     """The devices whose counters show what the array moved: its members (under an md array too)."""
-    return list(state.get("members") or [])
+    return list(target.array.members)
 
 
 def _row(cell: dict, op: str, result: dict) -> dict:
@@ -373,14 +369,14 @@ def _row(cell: dict, op: str, result: dict) -> dict:
     return row
 
 
-def measurement_record(cell: dict, op: str, result: dict, state: dict, **extra) -> dict:
-    row = _row(cell, op, result) | ({"fs_type": state["fs_type"]} if cell["target"] == "path" else {})
+def measurement_record(cell: dict, op: str, result: dict, target: Target, **extra) -> dict:
+    row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
     return {
         "row": row,
         "command": result["command"],
         "streams": result["streams"],
         "cell": cell,
-        "setup": state,
+        "setup": target.as_record(),
         "machine": provenance.machine(),
         **extra,
     }
@@ -392,10 +388,10 @@ def free_bytes(path) -> int:
     return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
 
-def measure_write(state: dict, cell: dict, workdir) -> dict:
+def measure_write(target: Target, cell: dict, workdir) -> dict:
     """Write the cell's data (timing the flush too) and record how to recognise it again."""
-    _ready_for_io(state, cell, workdir)
-    job = job_for(state, cell, workdir, "write")
+    _ready_for_io(target, cell, workdir)
+    job = job_for(target, cell, workdir, "write")
     files = list(dict.fromkeys(s.path for s in job.streams if not s.device))
     for path in files if "shared_dir" not in cell else []:  # shared by hosts: made empty for them all
         Path(path).unlink(missing_ok=True)
@@ -410,7 +406,7 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
             f"at {where}; make more room or io.size smaller"
         )
     try:
-        with telemetry.measured("write", _members(state)) as found:
+        with telemetry.measured("write", _members(target)) as found:
             result = run_engine(cell["engine"], "write", job)
         if job.runtime:
             result["expected_bytes"] = None  # as much as the time allowed, up to io.size
@@ -436,13 +432,13 @@ def measure_write(state: dict, cell: dict, workdir) -> dict:
                 "head_sha256": _head(stream),
             }
         )
-    record = measurement_record(cell, "write", result, state, identity=identity)
+    record = measurement_record(cell, "write", result, target, identity=identity)
     if cell["pattern"] in MIXED:  # the layout of a mix, not a measurement: the read step's mix gives its rows
         record |= {"rows": [], "layout": True}
     return record
 
 
-def make_cold(job: engine.Job, method: str, state: dict, workdir) -> str:
+def make_cold(job: engine.Job, method: str, target: Target, workdir) -> str:
     """Empty the page cache of the job's files the way the campaign asks; returns what was done."""
     paths = sorted({s.path for s in job.streams})
     if method == "drop":
@@ -451,11 +447,10 @@ def make_cold(job: engine.Job, method: str, state: dict, workdir) -> str:
     if method == "fadvise":
         engine.fadvise_cache(paths)
         return "sync; posix_fadvise(DONTNEED)"
-    if method == "remount" and "mount" in state:
-        fs = state["filesystem"]
-        mnt = Path(workdir) / "mnt"
+    if method == "remount" and target.mount:
+        fs, mnt = target.filesystem, Path(workdir) / "mnt"
         devices.unmount(mnt)
-        devices.ensure_mounted(state["devices"][0], mnt, fs["fs_type"], state["mount"]["asked"], fs["uuid"])
+        devices.ensure_mounted(target.array.devices[0], mnt, fs.fs_type, list(target.mount.asked), fs.uuid)
         return "umount; mount"
     if method == "remount":  # a bare device has no mount: its cache goes when its last opener closes it
         engine.fadvise_cache(paths)
@@ -465,31 +460,31 @@ def make_cold(job: engine.Job, method: str, state: dict, workdir) -> str:
 
 def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     """Read back exactly what the write made, from a cache emptied and then measured."""
-    state = write_record["setup"]
-    _ready_for_io(state, cell, workdir)
-    job = job_for(state, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
+    target = Target.from_record(write_record["setup"])
+    _ready_for_io(target, cell, workdir)
+    job = job_for(target, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)
-    how = make_cold(job, cell["cache"], state, workdir)
+    how = make_cold(job, cell["cache"], target, workdir)
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
     cached = [engine.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
     if cell["pattern"] in MIXED:
-        return _measure_mix(job, cell, state, workdir, how, cached)
-    with telemetry.measured("read", _members(state)) as found:
+        return _measure_mix(job, cell, target, how, cached)
+    with telemetry.measured("read", _members(target)) as found:
         result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
     if job.counts:  # what the time-based write moved
         result["expected_bytes"] = sum(job.counts) * job.block_size
     result |= telemetry.columns("read", result["bytes"], found)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
         os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
-    return measurement_record(cell, "read", result, state, cache_method=how, cached_before_per_stream=cached)
+    return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached)
 
 
-def _measure_mix(job: engine.Job, cell: dict, state: dict, workdir, how: str, cached: list) -> dict:
+def _measure_mix(job: engine.Job, cell: dict, target: Target, how: str, cached: list) -> dict:
     """A mixed cell's measurement, on the files its write laid down and from a cold cache: two rows, op read
     and op write, of the same run."""
-    members = _members(state)
+    members = _members(target)
     with telemetry.measured("read", members) as reads, telemetry.measured("write", members) as writes:
         found = run_mixed(cell["engine"], job, cell["rwmix_read"])
     total = found["read"]["bytes"] + found["write"]["bytes"]
@@ -499,12 +494,12 @@ def _measure_mix(job: engine.Job, cell: dict, state: dict, workdir, how: str, ca
             found[op] | {"cached_before": sum(cached) / len(cached)} | telemetry.columns(op, found[op]["bytes"], seen)
         )
         result["cpu_s_per_gb"] = seen["cpu_seconds"] / (total / 1e9) if total else float("nan")  # one run's CPU
-        row = _row(cell, op, result) | ({"fs_type": state["fs_type"]} if cell["target"] == "path" else {})
+        row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
         row["flags"] = flags_for(row, row["bytes"])  # a mix moves its share of the cell's bytes each way
         rows.append(row)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
         os.unlink(path)
-    record = measurement_record(cell, "read", found["read"], state, cache_method=how, cached_before_per_stream=cached)
+    record = measurement_record(cell, "read", found["read"], target, cache_method=how, cached_before_per_stream=cached)
     return record | {"row": rows[0], "rows": rows, "mix": {"rwmix_read": cell["rwmix_read"], "write": found["write"]}}
 
 

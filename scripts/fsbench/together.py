@@ -62,7 +62,7 @@ def part(cell: dict, op: str, start_at: float, scratch: str, record_dir: str) ->
         cell = cell | {"slot_base": cell["hosts"].index(host) * cell["streams"]}
     time.sleep(max(0.0, start_at - time.time()))
     if op == "write":
-        record = steps.measure_write(state.as_record(), cell, workdir)
+        record = steps.measure_write(arrays.Target(state), cell, workdir)
     else:
         record = steps.measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
         devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
@@ -123,7 +123,8 @@ def measure(cell: dict, op: str, hosts: list[str], scratch: str, record_dir) -> 
     result = engine.aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
     if op == "read":
         result["cached_before"] = sum(p["row"]["cached_before"] for p in parts) / len(parts)
-    record = steps.measurement_record(cell, op, result, parts[0]["setup"], parts=[p["row"] for p in parts])
+    target = arrays.Target.from_record(parts[0]["setup"])
+    record = steps.measurement_record(cell, op, result, target, parts=[p["row"] for p in parts])
     record["row"]["host"] = ALL_HOSTS
     # Time-based: each part's read checked that it covered what its write moved (its own row's flags).
     expected = None if cell.get("runtime") else cell["size"] * cell["streams"] * len(hosts)
