@@ -1,31 +1,21 @@
-"""The device steps of a cell as plain functions: prepare_array, mkfs, mount, write, read.
+"""The device steps of a cell as plain functions: prepare_array, mkfs, mount, write, read, metadata.
 
 Each takes the cell's settings and the record of the step before it, checks that the real state is what
 that record says (sysfs, blkid, mountinfo, the file's inode) instead of trusting the files that connect
-the steps in the DAG, acts, and returns its own record. A step script in scripts/ only unpacks
-`snakemake.params` and writes what these return; its log gets a few lines a person reads.
+the steps in the DAG, acts (the measuring itself is fsbench.measure), and returns its own record. A step
+script in scripts/ only unpacks `snakemake.params` and writes what these return; its log gets a few lines a
+person reads.
 """
 
-import errno
-import hashlib
 import logging
-import mmap
-import os
-import shutil
-import socket
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import arrays, devices, engine, metadata, provenance, telemetry
+from . import arrays, devices, measure, provenance
 from .arrays import ArrayState, Filesystem, Mount, Target
-from .config import MIXED
-from .engines import run_engine, run_mixed
 from .hosts import check_host
-from .latency import COLUMNS as LATENCY_COLUMNS
-from .records import COLUMNS, flags_for, rate
 
-IDENTITY_BYTES = 4096  # the head of the data, hashed, to tell our data from anything else
 log = logging.getLogger("fsbench")
 
 
@@ -154,7 +144,7 @@ def target_for_write(cell: dict, record: dict, workdir) -> Target:
 
 def write(cell: dict, record: dict, workdir) -> dict:
     """The write step: the cell's data written (and flushed) on the state the step before left."""
-    written = measure_write(target_for_write(cell, record, workdir), cell, workdir)
+    written = measure.measure_write(target_for_write(cell, record, workdir), cell, workdir)
     _log_figure(written)
     return written
 
@@ -162,64 +152,15 @@ def write(cell: dict, record: dict, workdir) -> dict:
 def read(cell: dict, write_record: dict, workdir) -> dict:
     """The read step: what the write made, read back from a cache made cold and then measured."""
     check_host(cell["host"])
-    done = measure_read(write_record, cell, workdir)
+    done = measure.measure_read(write_record, cell, workdir)
     _log_figure(done)
     return done
-
-
-def measure_metadata(target: Target, cell: dict, workdir) -> dict:
-    """The metadata test (fsbench.metadata) in a folder of its own on the target; one row per phase."""
-    _ready_for_io(target, cell, workdir)
-    where = Path(target.array.path) if cell["target"] == "path" else Path(workdir) / "mnt"
-    root = where / f"fsbench-{cell['test']}-rep{cell['rep']}"
-    shutil.rmtree(root, ignore_errors=True)  # what an interrupted run left
-    root.mkdir()
-    job = metadata.MetaJob(
-        str(root), cell["streams"], cell["files"], cell["file_size"], cell["dirs"], cell["fsync"], cell["data"]
-    )
-    # stat and read must find inodes and dentries cold too: only dropping the kernel's caches (or a remount)
-    # does that; fadvise and O_DIRECT reach file data only.
-    method = "remount" if cell["cache"] == "remount" and target.mount else "drop"
-    try:
-        found = metadata.run(job, lambda: make_cold(engine.Job((), 1, 1), method, target, workdir))
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    rows = []
-    for phase, figure in found["phases"].items():
-        row = {k: cell.get(k, "") for k in COLUMNS} | {
-            "workload": "metadata",
-            "op": phase,
-            "host": socket.gethostname(),
-            "bytes": figure["bytes"],
-            "seconds": figure["seconds"],
-            "mb_s": rate(figure["bytes"], figure["seconds"]),
-            "seconds_durable": figure["seconds_durable"],
-            "mb_s_durable": rate(figure["bytes"], figure["seconds_durable"]),
-            "cached_before": float("nan"),
-            "started_at": figure["started_at"],
-            "ops": figure["ops"],
-            "iops": figure["ops"] / figure["seconds"] if figure["seconds"] > 0 else float("nan"),
-            **{k: figure[k] for k in LATENCY_COLUMNS},
-            **dict.fromkeys(["cpu_s_per_gb", "device_bytes", "write_amplification"], float("nan")),
-        }
-        row["flags"] = flags_for(row, figure["bytes"])
-        rows.append(row)
-    return {
-        "rows": rows,
-        "row": rows[0],
-        "command": job.describe(),
-        "streams": {phase: figure["streams"] for phase, figure in found["phases"].items()},
-        "cold": found["cold"],
-        "cell": cell,
-        "setup": target.as_record(),
-        "machine": provenance.machine(),
-    }
 
 
 def metadata_step(cell: dict, record: dict, workdir) -> dict:
     """The metadata step: many small files created, stat'ed, read and deleted where the step before left the
     target (its mount, or the path array)."""
-    done = measure_metadata(target_for_write(cell, record, workdir), cell, workdir)
+    done = measure.measure_metadata(target_for_write(cell, record, workdir), cell, workdir)
     for row in done["rows"]:
         log.info("%s: %d files in %.2f s, %.0f files/s", row["op"], row["ops"], row["seconds"], row["iops"])
     return done
@@ -250,276 +191,3 @@ def _log_figure(record: dict) -> None:
         f"; flags: {row['flags']}" if row["flags"] else "",
     )
     log.info("command: %s", record["command"])
-
-
-def job_for(target: Target, cell: dict, workdir, op: str, written: list[int] = ()) -> engine.Job:
-    """The cell as an engine job: the bare device split into one region per stream, or one file per stream;
-    with shared_file, one file (or the device from its start) that every stream moves its own blocks of.
-    Time-based (runtime): the write (or a mixed cell's mix) runs for it, and the read covers `written`, the
-    bytes each stream's write moved."""
-    size, n, shared = cell["size"], cell["streams"], cell.get("shared_file", False)
-    # An all-hosts cell's file is shared by every host's streams: this host's take the slots from slot_base.
-    base = cell.get("slot_base", 0)
-    if cell["target"] == "raw":
-        dev = target.array.devices[0]
-        streams = tuple(
-            engine.Stream(dev, 0, True, i) if shared else engine.Stream(dev, i * size, True) for i in range(n)
-        )
-    else:
-        where = Path(target.array.path) if cell["target"] == "path" else Path(workdir) / "mnt"
-        name = f"fsbench-{cell['test']}-rep{cell['rep']}"
-        shared_path = str(where / f"{name}-shared.dat")
-        streams = tuple(
-            engine.Stream(shared_path, 0, False, base + i) if shared else engine.Stream(str(where / f"{name}-{i}.dat"))
-            for i in range(n)
-        )
-    direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
-    seed = int(hashlib.sha256(f"{cell['test']}/{cell['rep']}".encode()).hexdigest()[:8], 16)
-    # A mixed cell's write lays its files down in order; its read step runs the mix, at random for randrw.
-    pattern = cell["pattern"]
-    mixed = pattern in MIXED
-    if mixed:
-        pattern = "seq" if op == "write" or pattern == "rw" else "rand"
-    # The time bounds the measured write, or a mix (not a mix's layout); a read after it covers what it wrote.
-    timed = cell.get("runtime", 0.0) if (op == "write") != mixed else 0.0
-    counts = tuple(b // cell["block_size"] for b in written) if cell.get("runtime") and not mixed else ()
-    return engine.Job(
-        streams,
-        size,
-        cell["block_size"],
-        pattern,
-        direct,
-        cell["data"],
-        seed,
-        cell.get("iodepth", 1),
-        cell.get("slots", n) if shared else 1,
-        timed,
-        counts,
-    )
-
-
-def _ready_for_io(target: Target, cell: dict, workdir) -> None:
-    """Fail fast unless the array is in the state this cell needs: raw unmounted, or our filesystem mounted."""
-    if cell["target"] == "path":
-        if not os.path.isdir(target.array.path):
-            raise devices.DeviceError(f"{target.array.path} is gone")
-        return
-    dev = target.array.devices[0]
-    mnt = Path(workdir) / "mnt"
-    current = devices.mount_at(mnt)
-    if cell["target"] == "raw":
-        if current:
-            devices.unmount(mnt)
-        arrays.check_writable(target.array, workdir)
-        return
-    uuid = target.filesystem.uuid
-    if current is None or current.source != dev or devices.probe(dev)["uuid"] != uuid:
-        raise devices.DeviceError(
-            f"{mnt} no longer holds filesystem '{cell['target']}' ({uuid}) from {dev}; "
-            "another step changed the device in between"
-        )
-
-
-def _head(stream: engine.Stream) -> str:
-    """The hash of the data's first bytes, read without leaving them in the page cache: O_DIRECT where the
-    filesystem has it (the read's cache check runs after this), else a plain read whose pages are then dropped."""
-    buf = mmap.mmap(-1, IDENTITY_BYTES)  # page-aligned, as O_DIRECT needs
-    try:
-        fd = os.open(stream.path, os.O_RDONLY | os.O_DIRECT)
-        try:
-            return hashlib.sha256(buf[: os.preadv(fd, [buf], stream.offset)]).hexdigest()
-        finally:
-            os.close(fd)
-    except OSError as e:
-        if e.errno != errno.EINVAL:  # EINVAL: no O_DIRECT here (tmpfs) or an unaligned offset
-            raise
-    fd = os.open(stream.path, os.O_RDONLY)
-    try:
-        digest = hashlib.sha256(os.pread(fd, IDENTITY_BYTES, stream.offset)).hexdigest()
-        os.posix_fadvise(fd, stream.offset, IDENTITY_BYTES, os.POSIX_FADV_DONTNEED)
-        return digest
-    finally:
-        os.close(fd)
-
-
-def _members(target: Target) -> list[str]:
-    """The devices whose counters show what the array moved: its members (under an md array too)."""
-    return list(target.array.members)
-
-
-def _row(cell: dict, op: str, result: dict) -> dict:
-    row = {k: cell.get(k, "") for k in COLUMNS}
-    row.update(
-        workload=cell.get("workload", "io"),
-        op=op,
-        host=socket.gethostname(),
-        bytes=result["bytes"],
-        seconds=result["seconds"],
-        mb_s=rate(result["bytes"], result["seconds"]),
-        seconds_durable=result["seconds_durable"],
-        mb_s_durable=rate(result["bytes"], result["seconds_durable"]),
-        cached_before=result.get("cached_before", float("nan")),
-        started_at=result["started_at"],
-        ops=result["ops"],
-        iops=result["ops"] / result["seconds"] if result["seconds"] > 0 else float("nan"),
-        **{k: result[k] for k in LATENCY_COLUMNS},
-        **{k: result.get(k, float("nan")) for k in ("cpu_s_per_gb", "device_bytes", "write_amplification")},
-    )
-    row["flags"] = flags_for(row, result.get("expected_bytes", cell["size"] * cell["streams"]), result["streams"])
-    return row
-
-
-def measurement_record(cell: dict, op: str, result: dict, target: Target, **extra) -> dict:
-    row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
-    return {
-        "row": row,
-        "command": result["command"],
-        "streams": result["streams"],
-        "cell": cell,
-        "setup": target.as_record(),
-        "machine": provenance.machine(),
-        **extra,
-    }
-
-
-def free_bytes(path) -> int:
-    """Space a write under `path` may use: root may also fill the filesystem's reserved blocks."""
-    st = os.statvfs(path)
-    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
-
-
-def measure_write(target: Target, cell: dict, workdir) -> dict:
-    """Write the cell's data (timing the flush too) and record how to recognise it again."""
-    _ready_for_io(target, cell, workdir)
-    job = job_for(target, cell, workdir, "write")
-    files = list(dict.fromkeys(s.path for s in job.streams if not s.device))
-    for path in files if "shared_dir" not in cell else []:  # shared by hosts: made empty for them all
-        Path(path).unlink(missing_ok=True)
-    need = job.size * job.slots * len(files)
-    where = Path(job.streams[0].path).parent
-    if files:
-        os.sync()  # btrfs gives back the space of deleted files (the previous cell's) only when it commits
-    free = free_bytes(where) if files else 0
-    if need > free:
-        raise devices.DeviceError(
-            f"not enough space on {cell['target']}: the write needs {need} bytes, {free} bytes are free "
-            f"at {where}; make more room or io.size smaller"
-        )
-    try:
-        with telemetry.measured("write", _members(target)) as found:
-            result = run_engine(cell["engine"], "write", job)
-        if job.runtime:
-            result["expected_bytes"] = None  # as much as the time allowed, up to io.size
-        result |= telemetry.columns("write", result["bytes"], found)
-    except BaseException as e:
-        for path in files:
-            Path(path).unlink(missing_ok=True)  # a partial file must not pass for data, nor fill the disk
-        if "No space left on device" in str(e) or getattr(e, "errno", None) == errno.ENOSPC:
-            raise devices.DeviceError(
-                f"ran out of space writing {need} bytes to {cell['target']} ({free} bytes were free): {e}"
-            ) from None
-        raise
-    identity = []
-    for stream in job.streams:
-        st = os.stat(stream.path)
-        identity.append(
-            {
-                "path": stream.path,
-                "offset": stream.offset,
-                "st_dev": st.st_dev,
-                "st_ino": st.st_ino,
-                "size": st.st_size,
-                "head_sha256": _head(stream),
-            }
-        )
-    record = measurement_record(cell, "write", result, target, identity=identity)
-    if cell["pattern"] in MIXED:  # the layout of a mix, not a measurement: the read step's mix gives its rows
-        record |= {"rows": [], "layout": True}
-    return record
-
-
-def make_cold(job: engine.Job, method: str, target: Target, workdir) -> str:
-    """Empty the page cache of the job's files the way the campaign asks; returns what was done."""
-    paths = sorted({s.path for s in job.streams})
-    if method == "drop":
-        engine.drop_cache(paths)
-        return "sync; posix_fadvise(DONTNEED); echo 3 > /proc/sys/vm/drop_caches"
-    if method == "fadvise":
-        engine.fadvise_cache(paths)
-        return "sync; posix_fadvise(DONTNEED)"
-    if method == "remount" and target.mount:
-        fs, mnt = target.filesystem, Path(workdir) / "mnt"
-        devices.unmount(mnt)
-        devices.ensure_mounted(target.array.devices[0], mnt, fs.fs_type, list(target.mount.asked), fs.uuid)
-        return "umount; mount"
-    if method == "remount":  # a bare device has no mount: its cache goes when its last opener closes it
-        engine.fadvise_cache(paths)
-        return "raw device: last close drops its cache; sync; posix_fadvise(DONTNEED)"
-    return "O_DIRECT read (no cache drop)"
-
-
-def measure_read(write_record: dict, cell: dict, workdir) -> dict:
-    """Read back exactly what the write made, from a cache emptied and then measured."""
-    target = Target.from_record(write_record["setup"])
-    _ready_for_io(target, cell, workdir)
-    job = job_for(target, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
-    for stream, ident in zip(job.streams, write_record["identity"], strict=True):
-        _check_identity(stream, ident)
-    how = make_cold(job, cell["cache"], target, workdir)
-    for stream, ident in zip(job.streams, write_record["identity"], strict=True):
-        _check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
-    cached = [engine.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
-    if cell["pattern"] in MIXED:
-        return _measure_mix(job, cell, target, how, cached)
-    with telemetry.measured("read", _members(target)) as found:
-        result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
-    if job.counts:  # what the time-based write moved
-        result["expected_bytes"] = sum(job.counts) * job.block_size
-    result |= telemetry.columns("read", result["bytes"], found)
-    for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
-        os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
-    return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached)
-
-
-def _measure_mix(job: engine.Job, cell: dict, target: Target, how: str, cached: list) -> dict:
-    """A mixed cell's measurement, on the files its write laid down and from a cold cache: two rows, op read
-    and op write, of the same run."""
-    members = _members(target)
-    with telemetry.measured("read", members) as reads, telemetry.measured("write", members) as writes:
-        found = run_mixed(cell["engine"], job, cell["rwmix_read"])
-    total = found["read"]["bytes"] + found["write"]["bytes"]
-    rows = []
-    for op, seen in (("read", reads), ("write", writes)):
-        result = (
-            found[op] | {"cached_before": sum(cached) / len(cached)} | telemetry.columns(op, found[op]["bytes"], seen)
-        )
-        result["cpu_s_per_gb"] = seen["cpu_seconds"] / (total / 1e9) if total else float("nan")  # one run's CPU
-        row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
-        row["flags"] = flags_for(row, row["bytes"])  # a mix moves its share of the cell's bytes each way
-        rows.append(row)
-    for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
-        os.unlink(path)
-    record = measurement_record(cell, "read", found["read"], target, cache_method=how, cached_before_per_stream=cached)
-    return record | {"row": rows[0], "rows": rows, "mix": {"rwmix_read": cell["rwmix_read"], "write": found["write"]}}
-
-
-def _check_identity(stream: engine.Stream, ident: dict) -> None:
-    """The file (or device region) must be the one the write made: same inode and size, same first bytes."""
-    problems = []
-    if not os.path.exists(stream.path):
-        problems.append("it is gone")
-    else:
-        st = os.stat(stream.path)
-        if not stream.device and (st.st_dev, st.st_ino, st.st_size) != (
-            ident["st_dev"],
-            ident["st_ino"],
-            ident["size"],
-        ):
-            problems.append("its inode or size changed")
-        if _head(stream) != ident["head_sha256"]:
-            problems.append("its first bytes are not the ones written")
-    if problems:
-        raise devices.DeviceError(
-            f"refusing to read {stream.path}: it is not what its write made ({'; '.join(problems)}); "
-            "rerun so that the write is measured again"
-        )

@@ -14,9 +14,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from . import arrays, devices, engine, steps
+from . import arrays, devices, engine
 from .config import ALL_HOSTS
 from .hosts import array_dir, check_host, part_host, short_hostname
+from .measure import measure_read, measure_write, measurement_record
 from .records import flags_for, read_json, write_json
 from .system import run
 
@@ -62,9 +63,9 @@ def part(cell: dict, op: str, start_at: float, scratch: str, record_dir: str) ->
         cell = cell | {"slot_base": cell["hosts"].index(host) * cell["streams"]}
     time.sleep(max(0.0, start_at - time.time()))
     if op == "write":
-        record = steps.measure_write(arrays.Target(state), cell, workdir)
+        record = measure_write(arrays.Target(state), cell, workdir)
     else:
-        record = steps.measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
+        record = measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
         devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
     record["row"]["host"] = f"{host}@{ALL_HOSTS}"
     write_json(Path(record_dir) / f"{host}-{op}.json", record)
@@ -124,7 +125,7 @@ def measure(cell: dict, op: str, hosts: list[str], scratch: str, record_dir) -> 
     if op == "read":
         result["cached_before"] = sum(p["row"]["cached_before"] for p in parts) / len(parts)
     target = arrays.Target.from_record(parts[0]["setup"])
-    record = steps.measurement_record(cell, op, result, target, parts=[p["row"] for p in parts])
+    record = measurement_record(cell, op, result, target, parts=[p["row"] for p in parts])
     record["row"]["host"] = ALL_HOSTS
     # Time-based: each part's read checked that it covered what its write moved (its own row's flags).
     expected = None if cell.get("runtime") else cell["size"] * cell["streams"] * len(hosts)
