@@ -29,9 +29,17 @@ def test_device_counters_see_direct_io_and_not_a_cached_read(scratch):
     buffered = Job((Stream(dev, 0, True),), 4 * MiB, MiB)
     fd = os.open(dev, os.O_RDONLY)  # held open: the device's page cache stays after the first read
     try:
-        engine.read(buffered)
-        with telemetry.measured("read", [dev]) as again:
+        # Something outside this test (here: the VM itself, seen once in a full run) may empty the page cache
+        # between the two reads: the measured read counts only when the whole device region stayed cached.
+        for _ in range(3):
             engine.read(buffered)
+            before = engine.resident_fraction(dev, 4 * MiB)
+            with telemetry.measured("read", [dev]) as again:
+                engine.read(buffered)
+            if before == engine.resident_fraction(dev, 4 * MiB) == 1.0:
+                break
+        else:
+            pytest.fail("the page cache was emptied from outside during each of 3 tries")
     finally:
         os.close(fd)
     assert again["device_bytes"] < 4 * MiB / 2 and telemetry.cache_hit("read", 4 * MiB, again["device_bytes"])
