@@ -11,7 +11,7 @@ import zlib
 import pytest
 
 from fsbench import devices, engine
-from fsbench.engine import Job, Stream
+from fsbench.engine import Job, Stream, extent, offsets
 
 from conftest import file_job, logged_progress, needs_root
 
@@ -304,3 +304,11 @@ def test_streams_sharing_a_file_move_disjoint_interleaved_blocks_of_it(tmp_path,
     assert "shared: stream s moves blocks s, s+4, s+8" in w["command"] and w["command"].count("shared") == 2
     r = engine.read(job)
     assert r["bytes"] == 64 * 4096 and r["ops"] == 64 and len(r["streams"]) == 4
+
+
+@pytest.mark.parametrize("pattern", ["seq", "rand"])
+@pytest.mark.parametrize(("slots", "slot"), [(1, 0), (3, 2)])
+@pytest.mark.parametrize("counts", [(), (5,)])
+def test_extent_is_where_the_last_block_of_the_order_ends(pattern, slots, slot, counts):
+    job = Job((Stream("/x", 8192, False, slot),), 16 * 4096, 4096, pattern, slots=slots, counts=counts)
+    assert extent(job, 0) == max(offsets(job, 0)) + 4096

@@ -165,6 +165,15 @@ def offsets(job: Job, index: int) -> list[int]:
     return [stream.offset + (k * job.slots + stream.slot) * job.block_size for k in order[: job.blocks(index)]]
 
 
+def extent(job: Job, index: int) -> int:
+    """Where stream `index`'s last block ends in its file (or on the device): how far a reader needs it to reach.
+    Worked out, not drawn: only a random order cut short (job.counts) needs its offsets."""
+    if job.pattern == "rand" and job.counts:
+        return max(offsets(job, index), default=job.streams[index].offset - job.block_size) + job.block_size
+    stream = job.streams[index]
+    return stream.offset + ((job.blocks(index) - 1) * job.slots + stream.slot + 1) * job.block_size
+
+
 def _open(stream: Stream, job: Job, writing: bool) -> int:
     flags = os.O_WRONLY if writing else os.O_RDONLY
     if writing and not stream.device:

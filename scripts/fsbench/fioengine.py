@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, aggregate, offsets, progress
+from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
 from fsbench.latency import Histogram
 from fsbench.system import ToolError
 
@@ -212,8 +212,7 @@ def _check_readable(job: Job) -> None:
     for i, stream in enumerate(job.streams):
         # fio would silently lay out (write) a missing or short file first, then "read" it from page cache.
         have = os.path.getsize(stream.path) if os.path.exists(stream.path) else None
-        need = max(offsets(job, i), default=-job.block_size) + job.block_size  # the end of its last block
-        if not stream.device and (have is None or have < need):
+        if not stream.device and (have is None or have < extent(job, i)):
             raise ToolError(
                 f"fio engine: cannot read {job.blocks(i) * job.block_size} bytes of {stream.path}: it "
                 + ("does not exist" if have is None else f"holds {have} bytes")
