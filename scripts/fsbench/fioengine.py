@@ -128,10 +128,10 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
             raise ToolError(f"fio {op} of {stream.path} failed, {err}: {said}")
         moved = sum(j[section]["io_bytes"] for section in sections)
         expected = job.blocks(i) * job.block_size
-        if job.runtime and op != "read":  # time-based: a write moves up to its size, a mix as much as it can
-            whole = 0 < moved <= (expected if op == "write" else moved) and moved % job.block_size == 0
-        else:
+        if not job.runtime or op == "read":
             whole = moved == expected
+        else:  # time-based, in whole blocks: a write up to its size, a mix as much as the time allowed
+            whole = 0 < moved <= (expected if op == "write" else float("inf")) and moved % job.block_size == 0
         if not whole:
             raise ToolError(f"fio {op} of {stream.path} moved {moved} bytes, expected {expected}: {said}")
         stopped = {"stopped_by": "size" if moved == expected else "runtime"} if job.runtime and op == "write" else {}
