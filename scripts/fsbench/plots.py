@@ -122,7 +122,7 @@ def _label(ax, x, y, text, n_bars, inside=True):
 
 
 def _legend(fig, labels, colours, title, extra=(), prefix=""):
-    handles = [Patch(facecolor=colours[h], label=prefix + h) for h in labels] + list(extra)
+    handles = [Patch(facecolor=colours[h], label=f"{prefix}{h}") for h in labels] + list(extra)
     # Below the panels: above them it collides with the suptitle, inside them with the bars.
     fig.legend(handles=handles, title=title, loc="outside lower center", ncol=_columns(fig, handles), frameon=False)
 
@@ -613,13 +613,7 @@ def _iops(measurements: pd.DataFrame) -> Figure | None:
     fig.suptitle(
         "Operations per second by target, block size and queue depth (qd)\nmedian of the repetitions", fontsize=13
     )
-    fig.legend(
-        handles=[Patch(facecolor=colours[t], label=str(t)) for t in targets],
-        loc="outside lower center",
-        ncol=min(len(targets), 6),
-        frameon=False,
-        title="target",
-    )
+    _legend(fig, targets, colours, "target")
     return fig
 
 
@@ -729,13 +723,7 @@ def _metadata(measurements: pd.DataFrame) -> Figure:
         "dot = each repetition",
         fontsize=12,
     )
-    fig.legend(
-        handles=[Patch(facecolor=colours[t], label=str(t)) for t in targets],
-        loc="outside lower center",
-        ncol=min(len(targets), 6),
-        frameon=False,
-        title="target",
-    )
+    _legend(fig, targets, colours, "target")
     return fig
 
 
