@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from fsbench import devices, engine
+from fsbench import devices, engine, loops, mixed
 from fsbench.engine import Job, Stream, extent, offsets
 
 from conftest import file_job, logged_progress, needs_root
@@ -209,8 +209,24 @@ def test_raw_device_write_and_cold_read(scratch):
 def test_write_to_a_full_device_fails():
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full")
-    with pytest.raises(OSError):
+    with pytest.raises(OSError) as e:
         engine.write(Job((Stream("/dev/full", 0, True),), MiB, 4096))
+    assert e.value.errno == errno.ENOSPC and "write at byte 0 of /dev/full: No space left on device" in str(e.value)
+
+
+@pytest.mark.parametrize("step", [1, 31, 32, 33, 1000, 123_457, 10**9 + 7])
+def test_the_c_loop_files_each_latency_as_latency_bucket_does(tmp_path, monkeypatch, step):
+    """With a clock that advances `step` ns a read, every call at depth 1 takes exactly `step`: each lands in
+    latency.bucket(step), for writes, reads and both halves of a mix."""
+    from fsbench.latency import bucket
+
+    monkeypatch.setattr(loops, "CLOCK_STEP_NS", step)
+    job = Job(files(tmp_path, 1), 64 * 4096, 4096, pattern="rand")
+    results = [engine.write(job), engine.read(job), *mixed.run(job, 50).values()]
+    for result in results:
+        lat = result["streams"][0]["latency"]
+        assert lat["buckets"] == {str(bucket(step)): lat["count"]} and lat["count"] == result["ops"] > 0
+        assert lat["total_ns"] == step * lat["count"] and lat["max_ns"] == step
 
 
 def test_progress_is_logged_at_a_steady_pace(caplog):

@@ -36,7 +36,7 @@ def test_the_python_engine_mixes_one_run_into_a_read_and_a_write_figure(tmp_path
     assert r["ops"] == 2 * round(256 * 0.7) and r["ops"] + w["ops"] == 512
     assert r["bytes"] == r["ops"] * 4 * KiB and w["bytes"] == w["ops"] * 4 * KiB
     assert r["seconds"] == pytest.approx(w["seconds"]) and w["seconds"] <= w["seconds_durable"]
-    call = "os.preadv()" if depth == 1 else "io_uring IORING_OP_READ (8 in flight)"
+    call = "pread(2)" if depth == 1 else "io_uring IORING_OP_READ (8 in flight)"
     assert f"70% {call}" in r["command"] and r["command"] == w["command"]
     after = [Path(s.path).read_bytes() for s in streams]
     blocks = [(b, a, i) for b, a in zip(before, after, strict=True) for i in range(0, len(b), 4 * KiB)]

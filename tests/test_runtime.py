@@ -5,14 +5,12 @@ under real loop devices in the others."""
 
 import json
 import struct
-import threading
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from fsbench import devices, engine, fioengine, mixed
+from fsbench import devices, engine, fioengine, loops, mixed
 from fsbench.config import ConfigError, validate
 from fsbench.engine import Job, Stream, offsets
 from fsbench.plan import Plan
@@ -63,15 +61,9 @@ def test_runtime_is_validated_and_reaches_the_cells_only_when_set():
 
 @pytest.fixture
 def stepping_clock(monkeypatch):
-    """perf_counter_ns advancing 1 ms a call, in each thread on its own: a runtime of 40 ms ends a depth-1 write
-    at its 40th call, however fast the machine is."""
-    base, mine = time.perf_counter_ns(), threading.local()
-
-    def tick() -> int:
-        mine.now = getattr(mine, "now", base) + 10**6
-        return mine.now
-
-    monkeypatch.setattr(engine.time, "perf_counter_ns", tick)
+    """The engine's clock (loops.c's, for each stream on its own) advancing 1 ms a read, from 0: a runtime of
+    40 ms ends a depth-1 write at its 40th call, however fast the machine is."""
+    monkeypatch.setattr(loops, "CLOCK_STEP_NS", 10**6)
 
 
 def stamped_blocks(path: Path, bs: int) -> set[int]:
@@ -108,16 +100,14 @@ def test_a_time_based_write_that_reaches_io_size_first_says_so(tmp_path, steppin
     assert (stream["stopped_by"], stream["ops"], stream["bytes"]) == ("size", 16, 64 * KiB)
 
 
-def test_a_time_based_mix_runs_passes_until_the_time_is_up(tmp_path, monkeypatch):
+def test_a_time_based_mix_runs_passes_until_the_time_is_up(tmp_path, stepping_clock):
     bs = 4 * KiB
     job = Job((Stream(str(tmp_path / "a")),), 256 * KiB, bs)
     engine.write(job)
-    now = [time.perf_counter_ns()]
-    monkeypatch.setattr(mixed.time, "perf_counter_ns", lambda: now.__setitem__(0, now[0] + 10**6) or now[0])
-    # One clock read to start, two a call: the 100th call ends the 200 ms.
+    # One clock read to start, one a call: the 200th call ends the 200 ms.
     got = mixed.run(Job(job.streams, job.size, bs, "rand", runtime=0.2), 75)
-    assert got["read"]["ops"] + got["write"]["ops"] == 100  # more than one pass of 64 blocks
-    assert got["read"]["ops"] == 48 + sum(mixed.kinds(64, 75, 0)[:36])  # a whole pass, then part of the next
+    assert got["read"]["ops"] + got["write"]["ops"] == 200  # more than one pass of 64 blocks
+    assert got["read"]["ops"] == 3 * 48 + sum(mixed.kinds(64, 75, 0)[:8])  # three whole passes, then part of one
 
 
 # Real devices: the blkio throttle holds them slow enough that the time always ends the write first ---------------

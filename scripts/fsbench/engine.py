@@ -10,20 +10,20 @@ import logging
 import mmap
 import os
 import random
-import struct
 import subprocess
 import threading
 import time
+from array import array
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
 
-import numpy
-
-from .latency import SUB, SUB_BITS, Histogram
+from . import loops
+from .latency import Histogram
+from .loops import IO, NEVER, run
+from .uring import fast_ring
 
 PAGE = mmap.PAGESIZE
 # Each stream writes random data from its own pool of this many bytes (or one block, if larger): the block for
@@ -40,7 +40,6 @@ STAMP_BYTES = 4096
 PROGRESS_SECONDS = 10.0
 log = logging.getLogger("fsbench")
 
-_U64 = struct.Struct("<Q")
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
@@ -89,7 +88,7 @@ class Job:
 
     def deadline(self, now_ns: int) -> int:
         """When a write that starts at perf_counter_ns() `now_ns` must stop (never, without a runtime)."""
-        return now_ns + round(self.runtime * 1e9) if self.runtime else 1 << 63
+        return now_ns + round(self.runtime * 1e9) if self.runtime else NEVER
 
 
 def aggregate(streams: list[dict], command: str) -> dict:
@@ -124,35 +123,17 @@ def _clock() -> float:
     return _ANCHOR + time.perf_counter()
 
 
-class DataPool:
-    """One stream's write data: a page-aligned buffer (fit for O_DIRECT) of random or zero bytes in `blocks`,
-    block-sized slices, and `stamps[i](offset)` writing the offset into block i (None for zero data)."""
-
-    def __init__(self, block_size: int, data: str, count: int | None = None):
-        count = count or max(POOL_BYTES // block_size, 1)
-        self._mmap = mmap.mmap(-1, count * block_size)
-        if data == "random":
-            step = 2**20
-            for off in range(0, len(self._mmap), step):
-                self._mmap[off : off + step] = os.urandom(min(step, len(self._mmap) - off))
-        view = memoryview(self._mmap)
-        self.blocks = [view[i * block_size : (i + 1) * block_size] for i in range(count)]
-        self.stamps = None
-        self._words = None
-        if data == "random" and block_size >= 8:
-            every = min(STAMP_BYTES, block_size)
-            if block_size <= every:  # one stamp a block: struct is cheaper than a numpy call
-                self.stamps = [partial(_U64.pack_into, self._mmap, i * block_size) for i in range(count)]
-            else:  # the first word of every STAMP_BYTES of the block, set by one numpy fill
-                self._words = numpy.frombuffer(self._mmap, dtype="<u8")
-                per = block_size // 8
-                self.stamps = [self._words[i * per : (i + 1) * per : every // 8].fill for i in range(count)]
-
-    def close(self) -> None:
-        """Let go of the buffer: it is unmapped when the last view (numpy's stamps too) is gone."""
-        for block in self.blocks:
-            block.release()
-        self.blocks, self.stamps, self._words, self._mmap = [], None, None, None
+def _buffers(job: Job, reads: int, writes: int) -> tuple[mmap.mmap, int, int]:
+    """One page-aligned mapping (fit for O_DIRECT): `reads` blocks to read into, then `writes` blocks of the
+    job's data (random: each stream its own bytes) to write from. Returns it and the two parts' addresses."""
+    bs = job.block_size
+    buf = mmap.mmap(-1, (reads + writes) * bs)
+    if job.data == "random":
+        step = 2**20
+        for off in range(reads * bs, len(buf), step):
+            buf[off : off + step] = os.urandom(min(step, len(buf) - off))
+    base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    return buf, base, base + reads * bs
 
 
 def offsets(job: Job, index: int) -> list[int]:
@@ -174,9 +155,9 @@ def extent(job: Job, index: int) -> int:
     return stream.offset + ((job.blocks(index) - 1) * job.slots + stream.slot + 1) * job.block_size
 
 
-def _open(stream: Stream, job: Job, writing: bool) -> int:
-    flags = os.O_WRONLY if writing else os.O_RDONLY
-    if writing and not stream.device:
+def _open(stream: Stream, job: Job, op: str) -> int:
+    flags = {"write": os.O_WRONLY, "read": os.O_RDONLY, "mixed": os.O_RDWR}[op]
+    if op == "write" and not stream.device:
         # A shared file is written by every stream at once: none may truncate what another wrote.
         flags |= os.O_CREAT | (os.O_TRUNC if job.slots == 1 else 0)
     if job.direct:
@@ -198,237 +179,100 @@ def _stream_result(stream: Stream, nbytes: int, start: float, end: float, end_du
     }
 
 
-# Latency bookkeeping, the same in every loop below, written out in the loop because a function call per
-# operation costs ~0.25 µs: one clock read per operation (perf_counter_ns), whose value ends this operation's
-# latency and starts the next one's, and latency.Histogram's counters updated in place (`counts[...]` is
-# latency.bucket(d), inlined; tests check the two agree). Measured here: 0.73 µs per operation against 1.11 for
-# two clock reads and Histogram.record() (docs/bench-engines.md). So a latency at depth 1 is the call plus the
-# loop's own work between two calls (its bookkeeping, picking the next offset and block, a write's stamp):
-# ~1 µs, a few % of a 4 KiB call here. Its sum over a stream is the stream's time, start to last call's end.
-
-
-def _finish(latency: Histogram, ops: int, total: int, longest: int) -> Histogram:
-    latency.count, latency.total_ns, latency.max_ns = ops, total, longest
-    return latency
-
-
-def _write_stream(job: Job, index: int, start_line: threading.Barrier, done: list) -> dict:
-    stream, bs = job.streams[index], job.block_size
-    where = offsets(job, index)
-    pool = DataPool(bs, job.data)  # each stream its own random bytes
-    blocks, stamps, nblocks = pool.blocks, pool.stamps, len(pool.blocks)
-    fd = _open(stream, job, writing=True)
-    try:
-        if job.pattern == "rand" and not stream.device:
-            os.ftruncate(fd, job.size * job.slots)  # a shared file: all of it, by every stream alike
-        latency, ns, pwrite = Histogram(), time.perf_counter_ns, os.pwrite
-        counts, total, longest, ops = latency.counts, 0, 0, 0
-        start_line.wait()
-        start = _clock()
-        last = ns()
-        deadline = job.deadline(last)
-        for off in where:
-            b = off // bs % nblocks
-            if stamps:
-                stamps[b](off)
-            block = blocks[b]
-            n = pwrite(fd, block, off)
-            while n < bs:  # a short write: finish the block, or fail on a full disk
-                n += pwrite(fd, block[n:], off + n)
-            now = ns()
-            d, last = now - last, now
-            shift = d.bit_length() - SUB_BITS - 1
-            counts[((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d] += 1
-            total += d
-            if d > longest:
-                longest = d
-            ops += 1
-            done[index] += n
-            if now >= deadline:
-                break
-        end = _clock()
-        os.fsync(fd)
-        end_durable = _clock()
-    finally:
-        os.close(fd)
-        pool.close()
-    latency = _finish(latency, ops, total, longest)
-    return _stream_result(stream, done[index], start, end, end_durable, latency, **_stopped(job, ops, len(where)))
-
-
 def _stopped(job: Job, ops: int, planned: int) -> dict:
     """What ended a time-based write: the time, or io.size reached first (nothing for a size-based one)."""
     return {"stopped_by": "runtime" if ops < planned else "size"} if job.runtime else {}
 
 
-def _read_stream(job: Job, index: int, start_line: threading.Barrier, done: list) -> dict:
-    stream, bs = job.streams[index], job.block_size
-    where = offsets(job, index)
-    buf = mmap.mmap(-1, bs)
-    view = memoryview(buf)
-    # In order: read(2) into our buffer via FileIO.readinto (measured here, preadv(2) is up to 15 % slower for
-    # O_DIRECT at 64 KiB, its iovec path; Python has no pread-into). At random: preadv(2), one call where a seek
-    # and a read would be two.
-    f = os.fdopen(_open(stream, job, writing=False), "rb", buffering=0)
-    latency, ns = Histogram(), time.perf_counter_ns
-    counts, total, longest, ops, moved = latency.counts, 0, 0, 0, 0
-    readinto, preadv, fd, bufs = f.readinto, os.preadv, f.fileno(), [view]
-    try:
-        start_line.wait()
-        start = _clock()
-        last = ns()
-        if job.pattern == "rand":
-            for off in where:
-                n = preadv(fd, bufs, off)
-                if not n:
-                    break
-                now = ns()
-                d, last = now - last, now
-                shift = d.bit_length() - SUB_BITS - 1
-                counts[((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d] += 1
-                total += d
-                if d > longest:
-                    longest = d
-                ops += 1
-                moved += n
-                done[index] = moved
-        else:
-            pos = None
-            for off in where:
-                if off != pos:
-                    f.seek(off)
-                n = readinto(view)
-                if not n:
-                    break
-                now = ns()
-                d, last = now - last, now
-                shift = d.bit_length() - SUB_BITS - 1
-                counts[((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d] += 1
-                total += d
-                if d > longest:
-                    longest = d
-                ops += 1
-                moved += n
-                done[index] = moved
-                pos = off + n
-        end = _clock()
-    finally:
-        f.close()
-        view.release()
-        buf.close()
-    return _stream_result(stream, moved, start, end, end, _finish(latency, ops, total, longest))
+def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, reads: bytes | None = None) -> dict:
+    """Stream `index` of `job`: op "write", "read" or "mixed" (operation i reads where reads[i], else writes).
 
-
-def _uring_stream(job: Job, index: int, writing: bool, start_line: threading.Barrier, done: list) -> dict:
-    """One stream with job.iodepth I/Os always in flight (io_uring): as one completes, the next is queued.
-
-    Work is done per reaped batch where it can be: one clock read per batch (not per I/O), so a call's latency
-    runs from the clock read before the submission that sent it (its batch's, or the start's) to the one after
-    the wait that reaped it, and also holds the loop's work on the rest of those batches; completions are
-    read as two lists and the next I/Os queued in one call. Writes are flushed (fsync) once all have
-    completed, as with one call at a time.
+    Its blocks are moved by the C loop (loops.c): one call at a time (pread/pwrite) at depth 1, job.iodepth in
+    flight through io_uring deeper, each call timed into a latency.Histogram. Writes are flushed (fsync) when
+    all have completed, inside their durable time. Returns {op: stream result} for each of "write" and "read"
+    that it did (a mix both, each over the mix's wall time).
     """
-    from .uring import buffer_address, check, fast_ring
-
-    stream, bs, depth = job.streams[index], job.block_size, job.iodepth
+    s, bs, depth = job.streams[index], job.block_size, job.iodepth
     where = offsets(job, index)
-    n = planned = len(where)
-    op = "write" if writing else "read"
-    # Slot s (one I/O in flight at a time) owns buffers s + depth * t, t < turns: a buffer is never stamped or
-    # read into while the kernel still uses it. A write at file position p (in blocks) takes t = p modulo turns,
-    # so, as at depth 1, no two blocks within POOL_BYTES of each other in the file come from the same buffer.
-    turns = -(-POOL_BYTES // bs) if writing else 1
-    pool = DataPool(bs, job.data if writing else "zero", depth * turns)
-    address = [buffer_address(b) for b in pool.blocks]
-    stamps = pool.stamps if writing else None
-    fd = _open(stream, job, writing)
-    latency, ns, queued_at = Histogram(), time.perf_counter_ns, [0] * depth
-    counts, total, longest, ops, moved = latency.counts, 0, 0, 0, 0
+    reading, writing = op != "write", op != "read"
+    # Lane l (one I/O in flight at a time) writes offset o from block l + depth * (o / bs % turns): a buffer is
+    # never stamped while the kernel still reads it, and no two blocks within POOL_BYTES of each other in the
+    # file come from the same bytes.
+    turns = -(-POOL_BYTES // bs) if writing else 0
+    buf, read_at, write_at = _buffers(job, depth if reading else 0, depth * turns)
+    order = array("q", where)
+    hist = [Histogram(), Histogram()]  # writes, reads
+    io = IO(
+        offsets=order.buffer_info()[0] if where else None,
+        read_buffers=read_at,
+        write_buffers=write_at,
+        done=ctypes.addressof(done) + 8 * index,
+        count=len(where),
+        block_size=bs,
+        write_turns=max(turns, 1),
+        stamp_every=min(STAMP_BYTES, bs) if job.data == "random" and bs >= 8 else 0,
+        fd=_open(s, job, op),
+        depth=depth,
+        read_all=op == "read",
+        strict=op == "mixed",
+        repeat=op == "mixed" and bool(job.runtime),
+    )
+    io.counts[0], io.counts[1] = (h.counts.buffer_info()[0] for h in hist)
+    which = ctypes.create_string_buffer(reads, len(reads)) if reads is not None else None
+    io.reads = ctypes.addressof(which) if which is not None else None
     try:
-        with fast_ring(depth) as ring:
-            if writing and job.pattern == "rand" and not stream.device:
-                os.ftruncate(fd, job.size * job.slots)  # a shared file: all of it, by every stream alike
-            ring.fix_slots(op, fd, bs, address[:depth])
-            queue_many, reap, submit_and_wait = ring.queue_many, ring.reap, ring.submit_and_wait
-            first = list(range(min(depth, n)))
-            bufs = [slot + depth * (where[slot] // bs % turns) for slot in first]
-            if stamps:
-                for buf, off in zip(bufs, where, strict=False):
-                    stamps[buf](off)
+        if op == "write" and job.pattern == "rand" and not s.device:
+            os.ftruncate(io.fd, job.size * job.slots)  # a shared file: all of it, by every stream alike
+        with fast_ring(depth) if depth > 1 else nullcontext() as ring:
+            for name, address in ring.layout.items() if ring else ():
+                setattr(io, name, address)
             start_line.wait()
             start = _clock()
-            now = ns()
-            deadline = job.deadline(now) if writing else 1 << 63
-            queue_many(first, where[: len(first)], [address[buf] for buf in bufs])
-            for slot in first:
-                queued_at[slot] = now
-            k = in_flight = len(first)
-            while in_flight:
-                submit_and_wait(1)
-                now = ns()
-                slots, results = reap()
-                got = len(slots)
-                ops += got
-                moved += got * bs
-                if results.count(bs) != got:  # an error, a short transfer, or a read past the end
-                    for res in results:
-                        if res != bs:
-                            check(res, f"{op} of {stream.path}")
-                            if writing:  # a short write leaves the block unfinished: the device is full
-                                raise OSError(errno.ENOSPC, f"short write of {stream.path}: {res} of {bs} bytes")
-                            moved += res - bs
-                            ops -= not res  # a read past the end moves nothing: no operation (as at depth 1)
-                    slots_timed = [s for s, res in zip(slots, results, strict=True) if res]
-                else:
-                    slots_timed = slots
-                # Latency, bucketed as latency.bucket() (see above): I/Os queued in one batch and reaped in
-                # another share their latency, so the bucket is worked out once for each run of them.
-                last_q = -1
-                for q in map(queued_at.__getitem__, slots_timed):
-                    if q != last_q:
-                        last_q, d = q, now - q
-                        shift = d.bit_length() - SUB_BITS - 1
-                        b = ((shift + 1) << SUB_BITS) + (d >> shift) - SUB if shift > 0 else d
-                        if d > longest:
-                            longest = d
-                    counts[b] += 1
-                    total += d
-                if now >= deadline:  # time-based: queue no more, let what is in flight complete
-                    n = k
-                more = min(got, n - k)
-                if more:
-                    slots = slots[:more] if more < got else slots
-                    offs = where[k : k + more]
-                    if stamps:
-                        bufs = [slot + depth * (off // bs % turns) for slot, off in zip(slots, offs, strict=True)]
-                        for buf, off in zip(bufs, offs, strict=True):
-                            stamps[buf](off)
-                        queue_many(slots, offs, [address[buf] for buf in bufs])
-                    else:
-                        queue_many(slots, offs)
-                    for slot in slots:
-                        queued_at[slot] = now
-                    k += more
-                in_flight -= got - more
-                done[index] = moved
-            end = _clock()
-            end_durable = end
+            step = io.clock_step_ns = loops.CLOCK_STEP_NS
+            io.deadline_ns = job.deadline(step or time.perf_counter_ns()) if writing else NEVER
+            try:
+                out = run(io)
+            finally:
+                if ring:
+                    ring.resync()  # the C loop moved its heads and tails: close() waits for what is in flight
+            end = end_durable = _clock()
+            if out.error:
+                raise _failure(out, s, bs)
             if writing:
-                os.fsync(fd)
+                os.fsync(io.fd)
                 end_durable = _clock()
     finally:
-        os.close(fd)
-        pool.close()
-    latency = _finish(latency, ops, total, longest)
-    stopped = _stopped(job, ops, planned) if writing else {}
-    return _stream_result(stream, moved, start, end, end_durable, latency, iodepth=depth, **stopped)
+        os.close(io.fd)
+        buf.close()
+    more = {"iodepth": depth} if depth > 1 else {}
+    results = {}
+    for k, name in enumerate(("write", "read")):
+        if (name == "read" and reading) or (name == "write" and writing):
+            h = hist[k]
+            h.count, h.total_ns, h.max_ns = out.ops[k], out.total_ns[k], out.longest_ns[k]
+            stopped = _stopped(job, h.count, len(where)) if op == "write" else {}
+            durable = end_durable if name == "write" else end
+            results[name] = _stream_result(s, out.moved[k], start, end, durable, h, **more, **stopped)
+    return results
+
+
+def _failure(out, s: Stream, bs: int) -> OSError:
+    """The C loop's first failure, named: the call, where, and why."""
+    op = "read" if out.error_read else "write"
+    why = os.strerror(out.error)
+    if out.enter_failed:
+        return OSError(out.error, f"io_uring_enter on {s.path}: {why}")
+    if out.short_result >= 0:
+        what = f"short {op} of {out.short_result} of {bs} bytes at byte {out.error_offset} of {s.path}"
+        return OSError(out.error, what if out.error == errno.EIO else f"{what}: {why}")
+    return OSError(out.error, f"{op} at byte {out.error_offset} of {s.path}: {why}")
 
 
 def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:
     """Run `one_stream(index, start_line, done)` for every stream at once, in threads (the syscalls release
     the GIL), while a reporter logs the progress the streams count in `done`."""
     start_line = threading.Barrier(len(job.streams))
-    done = [0] * len(job.streams)
+    done = (ctypes.c_int64 * len(job.streams))()  # each stream's bytes so far, counted by the C loop
     with progress(op, job.size * len(job.streams), done, every):
         if len(job.streams) == 1:
             return [one_stream(0, start_line, done)]
@@ -538,7 +382,7 @@ class ChildBytes:
 
 
 def _describe(job: Job, op: str) -> str:
-    call = "os.pwrite()" if op == "write" else "read() via FileIO.readinto"
+    call = "pwrite(2)" if op == "write" else "pread(2)"
     if job.iodepth > 1:
         call = f"io_uring IORING_OP_{op.upper()}, {job.iodepth} in flight,"
     how = f"{job.pattern}, {'O_DIRECT' if job.direct else 'buffered'}" + (", then os.fsync()" if op == "write" else "")
@@ -555,19 +399,13 @@ def _describe(job: Job, op: str) -> str:
 
 def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Write every stream (timing the flush too: the durable figure); one figure over all streams."""
-    if job.iodepth > 1:
-        streams = _run(job, "write", lambda i, line, done: _uring_stream(job, i, True, line, done), every)
-    else:
-        streams = _run(job, "write", lambda i, line, done: _write_stream(job, i, line, done), every)
+    streams = _run(job, "write", lambda i, line, done: stream(job, i, "write", line, done)["write"], every)
     return aggregate(streams, _describe(job, "write"))
 
 
 def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Read every stream into one reused buffer each (one per I/O in flight); one figure over all streams."""
-    if job.iodepth > 1:
-        streams = _run(job, "read", lambda i, line, done: _uring_stream(job, i, False, line, done), every)
-    else:
-        streams = _run(job, "read", lambda i, line, done: _read_stream(job, i, line, done), every)
+    streams = _run(job, "read", lambda i, line, done: stream(job, i, "read", line, done)["read"], every)
     return aggregate(streams, _describe(job, "read"))
 
 

@@ -262,6 +262,8 @@ class Ring:
         "_i_cq_head",
         "_i_cq_tail",
         "_i_sq_array",
+        "_i_sq_head",
+        "layout",
         "_sqe_q",
         "_cq_data",
         "_cq_res",
@@ -272,6 +274,7 @@ class Ring:
 
     def __init__(self, entries: int, flags: int = 0):
         self.fd = -1
+        self.layout = {}
         self._ring = self._sqes = self._u32 = self._cqes = self._sqe_q = self._cq_data = self._cq_res = None
         params = _Params(flags=flags)
         self.fd = _setup(entries, params)
@@ -300,6 +303,21 @@ class Ring:
             self._cq_res = self._cqes.cast("i")  # and its res, word 2 of 4
             self._sq_head = self._sq_tail = u32[sq.tail // 4]
             self._cq_head = u32[cq.head // 4]
+            self._i_sq_head = sq.head // 4
+            # Where each part is, for a loop that runs the ring from C (loops.c): then resync() after it.
+            ring = buffer_address(self._ring)
+            self.layout = {
+                "ring_fd": self.fd,
+                "sq_head": ring + sq.head,
+                "sq_tail": ring + sq.tail,
+                "sq_mask": ring + sq.ring_mask,
+                "sq_array": ring + sq.array,
+                "sqes": buffer_address(self._sqes),
+                "cq_head": ring + cq.head,
+                "cq_tail": ring + cq.tail,
+                "cq_mask": ring + cq.ring_mask,
+                "cqes": ring + cq.cqes,
+            }
         except BaseException:
             self._release()
             raise
@@ -338,6 +356,13 @@ class Ring:
             raise ValueError(f"op must be 'read' or 'write', not {op!r}") from None
         for slot, addr in enumerate(addresses, first):
             _pack_sqe(self._sqes, slot << 6, opcode, fd, 0, addr, length, slot)
+
+    def resync(self) -> None:
+        """Take up the ring's state after another user (the C loop, through `layout`) moved its heads and tails:
+        what the kernel has consumed and posted, and what was published to it."""
+        self._sq_head = self._u32[self._i_sq_head]
+        self._sq_tail = self._u32[self._i_sq_tail]
+        self._cq_head = self._u32[self._i_cq_head]
 
     def queue(self, slot: int, offset: int) -> None:
         """Queue slot `slot` (see fix_slots) at file `offset`; nothing reaches the kernel until submit_and_wait().

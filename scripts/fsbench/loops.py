@@ -1,0 +1,119 @@
+"""The python engine's I/O loop (loops.c): built once with the system's C compiler, run through ctypes.
+
+run(io) moves a stream's blocks as `IO` says and returns `Out`: operations, bytes, latency sums per kind (the
+histograms it fills are latency.Histogram counters). The library is built on first use into _build/ beside
+this file, named by a hash of its source, so a changed loops.c is rebuilt and parallel builds (Snakemake jobs,
+Slurm nodes on a shared filesystem) each write their own file and rename it into place.
+"""
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .latency import SUB_BITS
+
+SOURCE = Path(__file__).with_name("loops.c")
+BUILD = Path(__file__).with_name("_build")
+CFLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"]
+NEVER = 2**63 - 1  # a deadline that never comes
+# Tests only: when set, the loop's clock starts at 0 and advances this many ns at every read (not the real
+# clock), so a time-based run ends after an exact number of calls.
+CLOCK_STEP_NS = 0
+
+
+class IO(ctypes.Structure):
+    """struct fsb_io of loops.c: what to do."""
+
+    _p = ctypes.c_void_p
+    _fields_ = [
+        ("offsets", _p),
+        ("reads", _p),
+        ("read_buffers", _p),
+        ("write_buffers", _p),
+        ("counts", _p * 2),
+        ("done", _p),
+        ("count", ctypes.c_int64),
+        ("block_size", ctypes.c_int64),
+        ("write_turns", ctypes.c_int64),
+        ("stamp_every", ctypes.c_int64),
+        ("deadline_ns", ctypes.c_int64),
+        ("clock_step_ns", ctypes.c_int64),
+        ("fd", ctypes.c_int32),
+        ("depth", ctypes.c_int32),
+        ("read_all", ctypes.c_int32),
+        ("strict", ctypes.c_int32),
+        ("repeat", ctypes.c_int32),
+        ("ring_fd", ctypes.c_int32),
+        ("sq_head", _p),
+        ("sq_tail", _p),
+        ("sq_mask", _p),
+        ("sq_array", _p),
+        ("sqes", _p),
+        ("cq_head", _p),
+        ("cq_tail", _p),
+        ("cq_mask", _p),
+        ("cqes", _p),
+    ]
+
+
+class Out(ctypes.Structure):
+    """struct fsb_out of loops.c: what happened; index 0 of each pair is the writes, 1 the reads."""
+
+    _fields_ = [
+        ("ops", ctypes.c_int64 * 2),
+        ("total_ns", ctypes.c_int64 * 2),
+        ("longest_ns", ctypes.c_int64 * 2),
+        ("moved", ctypes.c_int64 * 2),
+        ("error_offset", ctypes.c_int64),
+        ("short_result", ctypes.c_int64),
+        ("error", ctypes.c_int32),
+        ("error_read", ctypes.c_int32),
+        ("enter_failed", ctypes.c_int32),
+        ("by_deadline", ctypes.c_int32),
+    ]
+
+
+def build() -> Path:
+    """The built library (building it if this source has not been built yet)."""
+    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(CFLAGS).encode()).hexdigest()[:16]
+    lib = BUILD / f"loops-{digest}.so"
+    if lib.exists():
+        return lib
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise RuntimeError(
+            f"fsbench's python engine runs its I/O loop in C ({SOURCE.name}) and needs a C compiler to build it "
+            "once: install one (Debian: apt-get install gcc) or set CC"
+        )
+    BUILD.mkdir(exist_ok=True)
+    part = lib.with_name(f"{lib.name}.{os.getpid()}.part")
+    proc = subprocess.run([cc, *CFLAGS, "-o", str(part), str(SOURCE)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        part.unlink(missing_ok=True)
+        raise RuntimeError(f"building {SOURCE} with {cc} failed:\n{proc.stderr.strip()}")
+    os.replace(part, lib)
+    return lib
+
+
+_lib = None
+
+
+def _library() -> ctypes.CDLL:
+    global _lib
+    if _lib is None:
+        lib = ctypes.CDLL(str(build()))
+        lib.fsb_run.argtypes = [ctypes.POINTER(IO), ctypes.POINTER(Out)]
+        if lib.fsb_sub_bits() != SUB_BITS:
+            raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
+        _lib = lib
+    return _lib
+
+
+def run(io: IO) -> Out:
+    """Move the blocks (the GIL is released meanwhile); errors come back in Out, for the caller to name."""
+    out = Out()
+    _library().fsb_run(ctypes.byref(io), ctypes.byref(out))
+    return out
