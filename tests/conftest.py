@@ -84,6 +84,11 @@ SEED_RUNS = [  # target, op, block size, seconds, real
 # The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.
 
 from fsbench.engine import Job, Stream  # noqa: E402
+from fsbench.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
+
+# What engine.aggregate gives for a measurement, and the keys every stream of it has (engines add their own).
+FIGURE_KEYS = {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops", *LATENCY_COLUMNS}
+STREAM_KEYS = {"path", "offset", "bytes", "start", "end", "end_durable"}
 
 
 def file_job(paths, size: int = 16 * MiB, bs: int = MiB, **kw) -> Job:
@@ -231,6 +236,18 @@ def frozen_holding(argv: list[str], cwd: Path, log: Path, lock: Path, holder: st
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
             raise
+
+
+def ram_xfs_campaign(scratch, name, raw: bool = False, **io) -> dict:
+    """xfs (and raw, if asked) on a 320 MiB loop image over RAM, direct I/O, once: the workload tests' campaign."""
+    return {
+        "campaign": name,
+        "scratch": str(scratch),
+        "arrays": {"ram": {"kind": "loop", "size": "320MiB"}},
+        "raw": raw,
+        "filesystems": {"xfs": {"type": "xfs"}},
+        "io": {"direct": [True], "repeats": 1} | io,
+    }
 
 
 def small_campaign(scratch, name, **io) -> dict:

@@ -9,10 +9,9 @@ import pytest
 
 from fsbench import fioengine
 from fsbench.engine import Job, Stream
-from fsbench.latency import COLUMNS as LATENCY_COLUMNS
 from fsbench.system import ToolError
 
-from conftest import file_job, logged_progress
+from conftest import FIGURE_KEYS, STREAM_KEYS, file_job, logged_progress
 
 MiB = 2**20
 
@@ -126,25 +125,10 @@ def test_progress_is_logged_while_fio_runs_and_the_results_keep_their_shape(scra
     logged_progress(caplog, "write", n * 8 * MiB, 8 * MiB)  # n = 2: both jobs' threads are counted
     logged_progress(caplog, "read", n * 8 * MiB, 8 * MiB)
     for result in (w, r):  # fio's JSON was read as before: nothing of the progress got in
-        assert set(result) == {
-            "bytes",
-            "seconds",
-            "seconds_durable",
-            "started_at",
-            "command",
-            "streams",
-            "ops",
-            *LATENCY_COLUMNS,
-        }
+        assert set(result) == FIGURE_KEYS
         assert result["bytes"] == n * 8 * MiB and len(result["streams"]) == n
         for s in result["streams"]:
-            assert set(s) == {
-                "path",
-                "offset",
-                "bytes",
-                "start",
-                "end",
-                "end_durable",
+            assert set(s) == STREAM_KEYS | {
                 "seconds",
                 "seconds_durable",
                 "fio_runtime_ms",

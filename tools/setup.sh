@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools=(mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs fio:fio losetup:util-linux
-       fincore:util-linux blkid:util-linux mdadm:mdadm)
+       fincore:util-linux blkid:util-linux mdadm:mdadm cc:gcc)
 missing=()
 for entry in "${tools[@]}"; do
   command -v "${entry%%:*}" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v "${entry%%:*}" >/dev/null 2>&1 \
@@ -57,3 +57,6 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
   echo "$want" > "$stamp"
 fi
+
+# The python engine's I/O loop (scripts/fsbench/loops.c), built once here rather than by the first measurement.
+(cd scripts && ../.venv/bin/python -c 'from fsbench import loops; loops.build()')

@@ -95,6 +95,9 @@ def build() -> Path:
         part.unlink(missing_ok=True)
         raise RuntimeError(f"building {SOURCE} with {cc} failed:\n{proc.stderr.strip()}")
     os.replace(part, lib)
+    for old in BUILD.glob("loops-*.so"):  # earlier versions' (a process still using one keeps its mapping)
+        if old != lib:
+            old.unlink(missing_ok=True)
     return lib
 
 

@@ -83,8 +83,13 @@ def _hues(summary: pd.DataFrame) -> tuple[list, dict]:
     """The hue label of each test (block size, plus whatever else varies) and a colour per label."""
     vary = varying(summary)
     tests = sort_rows(summary[TEST].drop_duplicates(), TEST)
-    labels = list(dict.fromkeys(test_label(r, vary) for _, r in tests.iterrows()))
-    return labels, dict(zip(labels, sns.color_palette("colorblind", len(labels)), strict=True))
+    return _colours(test_label(r, vary) for _, r in tests.iterrows())
+
+
+def _colours(names) -> tuple[list, dict]:
+    """The distinct names in order of first appearance, and a colour per name."""
+    names = list(dict.fromkeys(names))
+    return names, dict(zip(names, sns.color_palette("colorblind", len(names)), strict=True))
 
 
 def _hue_title(summary: pd.DataFrame) -> str:
@@ -313,47 +318,12 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
         ),
         fontsize=13,
     )
-    marks = (
-        [
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="o",
-                markersize=6,
-                color="black",
-                markeredgecolor="white",
-                label="a repetition",
-            )
-        ]
-        if several
-        else []
-    )
+    marks = []
     if several:
-        marks.append(
-            Line2D(
-                [],
-                [],
-                color="black",
-                linewidth=1.4,
-                marker="_",
-                markersize=9,
-                markeredgewidth=1.4,
-                label="95% CI of the mean",
-            )
-        )
+        marks.append(_mark("a repetition", ls="none", marker="o", ms=6, mec="white"))
+        marks.append(_mark("95% CI of the mean", lw=1.4, marker="_", ms=9, mew=1.4))
     if cut:
-        marks.append(
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker="^",
-                markersize=7,
-                color="black",
-                label="CI goes on past the axis (▲ end written above)",
-            )
-        )
+        marks.append(_mark("CI goes on past the axis (▲ end written above)", ls="none", marker="^", ms=7))
     if verdicts:
         marks += [
             Patch(color=VERDICT_COLOURS["slower"], label="0.5× = share of raw, clearly slower"),
@@ -362,6 +332,11 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
         ]
     _legend(fig, labels, colours, None, marks, prefix=_hue_title(summary) + " ")
     return fig
+
+
+def _mark(label: str, **style) -> Line2D:
+    """A legend entry for a black mark drawn in the panels."""
+    return Line2D([], [], color="black", label=label, **style)
 
 
 def _efficiency(summary: pd.DataFrame) -> Figure | None:
@@ -575,19 +550,23 @@ def _medians(measurements: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return out
 
 
+def _by_op(data: pd.DataFrame, column: str, values) -> list[tuple[str, object]]:
+    """A panel per op and value of `column` (in the order of `values`) that has rows."""
+    return [
+        (op, value)
+        for op in OPS
+        for value in dict.fromkeys(values)
+        if ((data["op"] == op) & (data[column] == value)).any()
+    ]
+
+
 def _iops(measurements: pd.DataFrame) -> Figure | None:
     """IOPS on a log axis: per op and pattern a panel, targets side by side per block size and queue depth."""
     data = _medians(measurements, ["iops"])
     if data.empty:
         return None
-    targets = list(dict.fromkeys(data["target"]))
-    colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
-    panels = [
-        (op, pattern)
-        for op in OPS
-        for pattern in dict.fromkeys(data["pattern"])
-        if ((data["op"] == op) & (data["pattern"] == pattern)).any()
-    ]
+    targets, colours = _colours(data["target"])
+    panels = _by_op(data, "pattern", data["pattern"])
     fig, axes = plt.subplots(
         len(panels),
         1,
@@ -628,14 +607,8 @@ def _latency(measurements: pd.DataFrame) -> Figure | None:
     data = _medians(measurements, columns)
     if data.empty:
         return None
-    targets = list(dict.fromkeys(data["target"]))
-    colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
-    panels = [
-        (op, test)
-        for op in OPS
-        for test in dict.fromkeys(data.sort_values(["block_size", "iodepth"])["test"])
-        if ((data["op"] == op) & (data["test"] == test)).any()
-    ]
+    targets, colours = _colours(data["target"])
+    panels = _by_op(data, "test", data.sort_values(["block_size", "iodepth"])["test"])
     n_cols = min(len(panels), 3)
     n_rows = -(-len(panels) // n_cols)
     fig, axes = plt.subplots(
@@ -678,8 +651,7 @@ def _metadata(measurements: pd.DataFrame) -> Figure:
     summary = summarize_metadata(measurements)
     summary["place"] = [name for name, part in places(summary) for _ in range(len(part))]
     panels = list(summary.groupby(["place", "streams"], sort=False))
-    targets = list(dict.fromkeys(summary["target"]))
-    colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
+    targets, colours = _colours(summary["target"])
     fig, axes = plt.subplots(
         len(panels),
         1,
