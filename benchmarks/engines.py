@@ -44,8 +44,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from fsbench import devices  # noqa: E402
-from fsbench.engine import Job, Stream  # noqa: E402
 from fsbench.engines import run_engine  # noqa: E402
+from fsbench.job import Job, Stream  # noqa: E402
 from fsbench.sizes import format_size  # noqa: E402
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30

@@ -83,10 +83,10 @@ SEED_RUNS = [  # target, op, block size, seconds, real
 
 # The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.
 
-from fsbench.engine import Job, Stream  # noqa: E402
+from fsbench.job import Job, Stream  # noqa: E402
 from fsbench.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
 
-# What engine.aggregate gives for a measurement, and the keys every stream of it has (engines add their own).
+# What job.aggregate gives for a measurement, and the keys every stream of it has (engines add their own).
 FIGURE_KEYS = {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops", *LATENCY_COLUMNS}
 STREAM_KEYS = {"path", "offset", "bytes", "start", "end", "end_durable"}
 
@@ -108,6 +108,18 @@ def logged_progress(caplog, op: str, total: int, share: int) -> list[int]:
     if total > share:
         assert max(done) > share, f"only one stream's bytes counted: {done}"
     return done
+
+
+# A campaign through the Slurm profile, polling often: Slurm jobs run one at a time (storage_io=1), so each
+# second between a job's end and Snakemake noticing it is paid once per job.
+SLURM_PROFILE = [
+    "--profile",
+    str(REPO / "profiles" / "slurm"),
+    "--seconds-between-status-checks",
+    "2",
+    "--slurm-init-seconds-before-status-checks",
+    "1",
+]
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import zlib
 import pytest
 
 from fsbench import ddengine
-from fsbench.engine import Job, Stream
+from fsbench.job import Job, Stream
 from fsbench.system import ToolError
 
 from conftest import FIGURE_KEYS, STREAM_KEYS, file_job, logged_progress

@@ -10,8 +10,8 @@ import zlib
 
 import pytest
 
-from fsbench import devices, engine, loops, mixed
-from fsbench.engine import Job, Stream, extent, offsets
+from fsbench import cache, devices, engine, loops, mixed
+from fsbench.job import ChildBytes, Job, Stream, extent, offsets, progress
 
 from conftest import file_job, logged_progress, needs_root
 
@@ -93,9 +93,9 @@ def test_a_call_in_flight_that_fails_raises_the_kernels_error_and_a_read_stops_a
 
 def test_rand_touches_every_block_once(tmp_path):
     job = Job(files(tmp_path), 64 * 4096, 4096, pattern="rand", seed=7)
-    order = engine.offsets(job, 0)
+    order = offsets(job, 0)
     assert sorted(order) == [k * 4096 for k in range(64)] and order != sorted(order)
-    assert order == engine.offsets(job, 0)  # the same seed gives the same order
+    assert order == offsets(job, 0)  # the same seed gives the same order
     engine.write(job)
     blob = open(job.streams[0].path, "rb").read()
     assert len(blob) == 64 * 4096 and blob.count(bytes(4096)) == 0  # no block left as a hole
@@ -185,15 +185,15 @@ def test_drop_cache_makes_reads_cold_and_residency_is_measured(tmp_path):
     job = Job(files(tmp_path), 16 * MiB, MiB)
     path = job.streams[0].path
     engine.write(job)
-    assert engine.resident_fraction(path, 16 * MiB) > 0.9  # just written: in cache
-    engine.drop_cache([path])
-    assert engine.resident_fraction(path, 16 * MiB) == 0.0
+    assert cache.resident_fraction(path, 16 * MiB) > 0.9  # just written: in cache
+    cache.drop_cache([path])
+    assert cache.resident_fraction(path, 16 * MiB) == 0.0
     with open(path, "rb") as f:
         f.read(4 * MiB)
-    assert 0.2 <= engine.resident_fraction(path, 16 * MiB) < 1.0
-    assert engine.resident_fraction(path, 4 * MiB, 12 * MiB) < 0.5  # the tail was not read
-    engine.fadvise_cache([path])
-    assert engine.resident_fraction(path, 16 * MiB) <= 0.1  # fadvise is only a hint (seen: 1/16 left)
+    assert 0.2 <= cache.resident_fraction(path, 16 * MiB) < 1.0
+    assert cache.resident_fraction(path, 4 * MiB, 12 * MiB) < 0.5  # the tail was not read
+    cache.fadvise_cache([path])
+    assert cache.resident_fraction(path, 16 * MiB) <= 0.1  # fadvise is only a hint (seen: 1/16 left)
 
 
 @needs_root
@@ -201,8 +201,8 @@ def test_raw_device_write_and_cold_read(scratch):
     dev = devices.attach_loop_images(scratch / "images", 1, 64 * MiB)[0]
     job = Job((Stream(dev, 0, True), Stream(dev, 32 * MiB, True)), 32 * MiB, MiB)
     assert engine.write(job)["bytes"] == 64 * MiB
-    engine.drop_cache([dev])
-    assert engine.resident_fraction(dev, 32 * MiB, 32 * MiB) == 0.0
+    cache.drop_cache([dev])
+    assert cache.resident_fraction(dev, 32 * MiB, 32 * MiB) == 0.0
     assert engine.read(job)["bytes"] == 64 * MiB
 
 
@@ -232,7 +232,7 @@ def test_the_c_loop_files_each_latency_as_latency_bucket_does(tmp_path, monkeypa
 def test_progress_is_logged_at_a_steady_pace(caplog):
     done = [0, 0]
     with caplog.at_level(logging.INFO, logger="fsbench"):
-        with engine.progress("write", 400, done, every=0.05):
+        with progress("write", 400, done, every=0.05):
             done[0], done[1] = 100, 100
             time.sleep(0.3)
     lines = [r.getMessage() for r in caplog.records]
@@ -242,7 +242,7 @@ def test_progress_is_logged_at_a_steady_pace(caplog):
 
 def test_progress_takes_a_count_function_and_never_says_more_than_the_total(caplog):
     with caplog.at_level(logging.INFO, logger="fsbench"):
-        with engine.progress("read", 400, lambda: 500, every=0.02):
+        with progress("read", 400, lambda: 500, every=0.02):
             time.sleep(0.1)
     assert caplog.records and all(r.getMessage().startswith("read: 400 of 400 bytes (100 %),") for r in caplog.records)
 
@@ -283,7 +283,7 @@ def test_child_bytes_reads_what_children_moved_from_proc():
         kid.wait()
         kid.stderr.close()
 
-    with engine.ChildBytes("write") as moved:
+    with ChildBytes("write") as moved:
         for kid in kids:
             moved.watch(kid, 2 * MiB)
         assert moved() <= 3  # nothing but, at most, a "." each
@@ -296,7 +296,7 @@ def test_child_bytes_reads_what_children_moved_from_proc():
         assert 5 * MiB < moved() <= 5 * MiB + 3
         finish(kids[2])
         assert 5 * MiB < moved() <= 5 * MiB + 3
-        assert engine.ChildBytes("read").field == b"rchar:"
+        assert ChildBytes("read").field == b"rchar:"
 
 
 def shared(tmp_path, n=4, **kw) -> Job:
@@ -308,7 +308,7 @@ def shared(tmp_path, n=4, **kw) -> Job:
 @pytest.mark.parametrize("pattern", ["seq", "rand"])
 def test_streams_sharing_a_file_move_disjoint_interleaved_blocks_of_it(tmp_path, pattern, iodepth):
     job = shared(tmp_path, pattern=pattern, iodepth=iodepth, seed=3)
-    mine = [engine.offsets(job, i) for i in range(4)]
+    mine = [offsets(job, i) for i in range(4)]
     # Stream s has blocks s, s+4, s+8, ...: together every block of the file once.
     assert all(sorted(o) == [(4 * k + i) * 4096 for k in range(16)] for i, o in enumerate(mine))
     assert sorted(sum(mine, [])) == [k * 4096 for k in range(64)]

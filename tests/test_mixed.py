@@ -11,10 +11,11 @@ import pytest
 
 from fsbench import fioengine, mixed
 from fsbench.config import ConfigError, validate
-from fsbench.engine import Job, Stream, write
+from fsbench.engine import write
+from fsbench.job import Job, Stream
 from fsbench.plan import Plan
 
-from conftest import held, needs_root, private_scratch, run_campaign
+from conftest import held, needs_root, private_scratch, ram_xfs_campaign, run_campaign
 
 KiB = 1024
 
@@ -91,24 +92,17 @@ SIZE = 8 * 2**20
 def test_a_mixed_cell_gives_a_read_and_a_write_row_of_one_run(engine, tmp_path):
     depths = [1, 32]
     with private_scratch(Path("/dev/shm/fsbench-test")) as scratch:
-        config = {
-            "campaign": f"mix-{engine}",
-            "scratch": str(scratch),
-            "arrays": {"ram": {"kind": "loop", "size": "320MiB"}},
-            "raw": False,
-            "filesystems": {"xfs": {"type": "xfs"}},
-            "io": {
-                "engine": engine,
-                "size": SIZE,
-                "block_sizes": ["4KiB", "64KiB"],
-                "patterns": ["rand", "randrw"],
-                "iodepth": depths,
-                "direct": [True],
-                "cache": "direct",
-                "repeats": 1,
-                "rwmix_read": 70,
-            },
-        }
+        config = ram_xfs_campaign(
+            scratch,
+            f"mix-{engine}",
+            engine=engine,
+            size=SIZE,
+            block_sizes=["4KiB", "64KiB"],
+            patterns=["rand", "randrw"],
+            iodepth=depths,
+            cache="direct",
+            rwmix_read=70,
+        )
         run_campaign(tmp_path, config)
         assert not held(scratch)
     df = pd.read_csv(tmp_path / f"results/mix-{engine}/measurements.csv")

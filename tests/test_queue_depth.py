@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import needs_root, private_scratch, run_campaign
+from conftest import needs_root, private_scratch, ram_xfs_campaign, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -29,23 +29,16 @@ def ram_scratch():
 
 @pytest.mark.parametrize("engine", ["python", "fio"])
 def test_depths_give_consistent_iops_and_latency(engine, ram_scratch, tmp_path):
-    config = {
-        "campaign": f"qd-{engine}",
-        "scratch": str(ram_scratch),
-        "arrays": {"ram": {"kind": "loop", "size": "320MiB"}},
-        "raw": False,
-        "filesystems": {"xfs": {"type": "xfs"}},
-        "io": {
-            "engine": engine,
-            "size": SIZE,
-            "block_sizes": ["4KiB", "64KiB"],
-            "patterns": ["rand"],
-            "direct": [True],
-            "iodepth": [1, 32],
-            "repeats": 1,
-            "cache": "direct",
-        },
-    }
+    config = ram_xfs_campaign(
+        ram_scratch,
+        f"qd-{engine}",
+        engine=engine,
+        size=SIZE,
+        block_sizes=["4KiB", "64KiB"],
+        patterns=["rand"],
+        iodepth=[1, 32],
+        cache="direct",
+    )
     run_campaign(tmp_path, config)
     out = tmp_path / f"results/qd-{engine}"
     df = pd.read_csv(out / "measurements.csv")

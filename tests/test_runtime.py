@@ -12,7 +12,7 @@ import pytest
 
 from fsbench import devices, engine, fioengine, loops, mixed
 from fsbench.config import ConfigError, validate
-from fsbench.engine import Job, Stream, offsets
+from fsbench.job import Job, Stream, offsets
 from fsbench.plan import Plan
 from fsbench.sizes import parse_duration
 

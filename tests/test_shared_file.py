@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import held, needs_root, private_scratch, run_campaign
+from conftest import held, needs_root, private_scratch, ram_xfs_campaign, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -25,24 +25,18 @@ def ram_scratch():
 @pytest.mark.parametrize("engine", ["python", "fio"])
 def test_shared_and_per_stream_files_are_cells_of_their_own(engine, ram_scratch, tmp_path):
     patterns = ["seq", "rand"] if engine == "python" else ["seq"]  # fio interleaves only sequentially
-    config = {
-        "campaign": f"shared-{engine}",
-        "scratch": str(ram_scratch),
-        "arrays": {"ram": {"kind": "loop", "size": "320MiB"}},
-        "raw": True,
-        "filesystems": {"xfs": {"type": "xfs"}},
-        "io": {
-            "engine": engine,
-            "size": SIZE,
-            "block_sizes": ["64KiB"],
-            "patterns": patterns,
-            "streams": [3],
-            "iodepth": [1, 4] if engine == "python" else [1],
-            "shared_file": [False, True],
-            "direct": [True],
-            "repeats": 1,
-        },
-    }
+    config = ram_xfs_campaign(
+        ram_scratch,
+        f"shared-{engine}",
+        raw=True,
+        engine=engine,
+        size=SIZE,
+        block_sizes=["64KiB"],
+        patterns=patterns,
+        streams=[3],
+        iodepth=[1, 4] if engine == "python" else [1],
+        shared_file=[False, True],
+    )
     run_campaign(tmp_path, config)
     out = tmp_path / f"results/shared-{engine}"
     df = pd.read_csv(out / "measurements.csv")

@@ -10,7 +10,7 @@ import uuid
 import pandas as pd
 import pytest
 
-from conftest import REPO, held, needs_root, private_scratch, run_campaign, slurm_cluster
+from conftest import REPO, SLURM_PROFILE, held, needs_root, private_scratch, run_campaign, slurm_cluster
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -34,38 +34,72 @@ def small(scratch, name, host):
     }
 
 
-def test_campaign_through_slurm_matches_a_local_run(slurm, tmp_path):
+@pytest.fixture(scope="module")
+def campaign(slurm, tmp_path_factory):
+    """One campaign through Slurm serves the assertions below (each Slurm job costs ~20 s): a loop array (raw
+    and ext4) and a path array with all_hosts. Returns (its config, workdir, Slurm's job log lines for it)."""
     base, env = slurm
-    name, node = f"sl-{uuid.uuid4().hex[:6]}", socket.gethostname()
+    workdir = tmp_path_factory.mktemp("on-slurm")
     with private_scratch() as scratch:
+        shared = scratch / "shared"
+        shared.mkdir()
+        config = small(scratch, f"sl-{uuid.uuid4().hex[:6]}", socket.gethostname())
+        config["arrays"]["p"] = {"kind": "path", "path": str(shared), "all_hosts": True}
+        config["io"]["cache"] = "fadvise"
         proc = run_campaign(
-            tmp_path / "slurm",
-            small(scratch, name, node),
-            "--profile",
-            str(REPO / "profiles" / "slurm"),
-            "--seconds-between-status-checks",
-            "2",
+            workdir,
+            config,
+            *SLURM_PROFILE,
             env=env,
         )
-        assert "executor: slurm" in proc.stdout + proc.stderr or "slurm" in proc.stdout + proc.stderr
+        assert "slurm" in proc.stdout + proc.stderr
+        assert not held(scratch) and list(shared.iterdir()) == []  # every host's data folder is gone again
+    jobs = [j for j in (base / "log" / "jobcomp.txt").read_text().splitlines() if f"WorkDir={workdir}" in j]
+    return config, workdir, jobs
+
+
+def test_campaign_through_slurm_matches_a_local_run(slurm, campaign, tmp_path):
+    _, env = slurm
+    config, workdir, jobs = campaign
+    name, node = config["campaign"], socket.gethostname()
+    with private_scratch() as scratch:  # locally, the loop array alone: an all-hosts cell needs Slurm's srun
+        local = config | {"scratch": str(scratch), "arrays": {"demo": config["arrays"]["demo"]}}
+        run_campaign(tmp_path, local)
         assert not held(scratch)
-        run_campaign(tmp_path / "local", small(scratch, name, node))
-    on_slurm = pd.read_csv(tmp_path / f"slurm/results/{name}/measurements.csv")
-    local = pd.read_csv(tmp_path / f"local/results/{name}/measurements.csv")
+    on_slurm = pd.read_csv(workdir / f"results/{name}/measurements.csv")
+    local = pd.read_csv(tmp_path / f"results/{name}/measurements.csv")
     cell = ["host", "target", "fs_type", "op", "pattern", "block_size", "direct", "streams", "rep", "bytes"]
     assert list(on_slurm.columns) == list(local.columns)
-    assert on_slurm[cell].sort_values(cell).values.tolist() == local[cell].sort_values(cell).values.tolist()
-    assert len(on_slurm) == 4 and (on_slurm.host == node).all()
-    assert (tmp_path / f"slurm/results/{name}/runs/{node}/demo/ext4/seq-1MiB-buffered-1s/rep1/read.json").exists()
-    # Slurm's job log: a job per step (prepare_array; raw: write, read; ext4: mkfs, mount, write, read) and the
-    # release, all completed on the node, each with the whole node (exclusive: every CPU, though a job asks for one).
-    jobs = (base / "log" / "jobcomp.txt").read_text().splitlines()
-    ours = [j for j in jobs if f"WorkDir={tmp_path / 'slurm'}" in j]
-    assert len(ours) == 8 and all("JobState=COMPLETED" in j and f"NodeList={node} " in j for j in ours), ours
+    loop = on_slurm[on_slurm.array == "demo"]
+    assert loop[cell].sort_values(cell).values.tolist() == local[cell].sort_values(cell).values.tolist()
+    assert len(loop) == 4 and (loop.host == node).all()
+    assert (workdir / f"results/{name}/runs/{node}/demo/ext4/seq-1MiB-buffered-1s/rep1/read.json").exists()
+    # Slurm's job log: a job per step, all completed on the node, each with the whole node (exclusive: every
+    # CPU, though a job asks for one). The loop array: prepare_array; raw: write, read; ext4: mkfs, mount,
+    # write, read; release. The path array: prepare_array for the host and for all hosts; the host's write,
+    # read; the all-hosts write, read; release.
+    assert len(jobs) == 8 + 7 and all("JobState=COMPLETED" in j and f"NodeList={node} " in j for j in jobs), jobs
     cpus = os.cpu_count()
-    assert all(f"ProcCnt={cpus} " in j for j in ours), ours
+    assert all(f"ProcCnt={cpus} " in j for j in jobs), jobs
     sinfo = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=os.environ | env)
     assert sinfo.stdout.strip() == "idle"
+
+
+def test_all_hosts_at_once_on_a_shared_path(campaign):
+    """A path array with all_hosts: each host's own cells, and the cell all hosts run at once (srun, one
+    part per node), whose figure is the total bytes over the common wall time."""
+    config, workdir, _ = campaign
+    node = socket.gethostname()
+    df = pd.read_csv(workdir / f"results/{config['campaign']}/measurements.csv")
+    df = df[df.array == "p"]
+    assert sorted(df.host) == sorted([node, node, "all", "all", f"{node}@all", f"{node}@all"])
+    assert (df.bytes == 32 * 2**20).all()  # one host: the whole is its one part
+    for op in ("write", "read"):
+        whole = df[(df.host == "all") & (df.op == op)].iloc[0]
+        part = df[(df.host == f"{node}@all") & (df.op == op)].iloc[0]
+        assert whole.seconds >= part.seconds and whole.seconds_durable >= part.seconds_durable
+        record = json.loads((workdir / whole.record).read_text())
+        assert record["command"].startswith("srun --overlap --nodes=1 --ntasks=1 --ntasks-per-node=1")
 
 
 def test_a_cell_is_pinned_to_its_host(slurm, tmp_path):
@@ -75,10 +109,7 @@ def test_a_cell_is_pinned_to_its_host(slurm, tmp_path):
         proc = run_campaign(
             tmp_path,
             small(scratch, "pinned", "no-such-node"),
-            "--profile",
-            str(REPO / "profiles" / "slurm"),
-            "--seconds-between-status-checks",
-            "2",
+            *SLURM_PROFILE,
             check=False,
             env=env,
         )
@@ -102,37 +133,3 @@ def test_a_cell_for_another_host_is_refused_locally(scratch, tmp_path):
     said = proc.stdout + proc.stderr
     assert proc.returncode != 0 and f"this cell is for host 'no-such-node' but runs on '{socket.gethostname()}'" in said
     assert "--profile profiles/slurm" in said and not held(scratch)
-
-
-def test_all_hosts_at_once_on_a_shared_path(slurm, tmp_path):
-    """A path array with all_hosts: each host's own cells, and the cell all hosts run at once (srun, one
-    part per node), whose figure is the total bytes over the common wall time."""
-    _, env = slurm
-    node = socket.gethostname()
-    with private_scratch() as scratch:
-        shared = scratch / "shared"
-        shared.mkdir()
-        config = small(scratch, "together", node) | {
-            "arrays": {"p": {"kind": "path", "path": str(shared), "all_hosts": True}},
-            "raw": False,
-        }
-        config["io"]["cache"] = "fadvise"
-        run_campaign(
-            tmp_path,
-            config,
-            "--profile",
-            str(REPO / "profiles" / "slurm"),
-            "--seconds-between-status-checks",
-            "2",
-            env=env,
-        )
-        assert list(shared.iterdir()) == []  # every host's data folder is gone again
-    df = pd.read_csv(tmp_path / "results/together/measurements.csv")
-    assert sorted(df.host) == sorted([node, node, "all", "all", f"{node}@all", f"{node}@all"])
-    assert (df.bytes == 32 * 2**20).all()  # one host: the whole is its one part
-    for op in ("write", "read"):
-        whole = df[(df.host == "all") & (df.op == op)].iloc[0]
-        part = df[(df.host == f"{node}@all") & (df.op == op)].iloc[0]
-        assert whole.seconds >= part.seconds and whole.seconds_durable >= part.seconds_durable
-        record = json.loads((tmp_path / whole.record).read_text())
-        assert record["command"].startswith("srun --overlap --nodes=1 --ntasks=1 --ntasks-per-node=1")

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from fsbench import devices, engine, telemetry
-from fsbench.engine import Job, Stream
+from fsbench import cache, devices, engine, telemetry
+from fsbench.job import Job, Stream
 from fsbench.records import flags_for
 
 from conftest import needs_root
@@ -33,10 +33,10 @@ def test_device_counters_see_direct_io_and_not_a_cached_read(scratch):
         # between the two reads: the measured read counts only when the whole device region stayed cached.
         for _ in range(3):
             engine.read(buffered)
-            before = engine.resident_fraction(dev, 4 * MiB)
+            before = cache.resident_fraction(dev, 4 * MiB)
             with telemetry.measured("read", [dev]) as again:
                 engine.read(buffered)
-            if before == engine.resident_fraction(dev, 4 * MiB) == 1.0:
+            if before == cache.resident_fraction(dev, 4 * MiB) == 1.0:
                 break
         else:
             pytest.fail("the page cache was emptied from outside during each of 3 tries")

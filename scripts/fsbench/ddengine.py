@@ -15,7 +15,7 @@ import threading
 import time
 
 from fsbench.ddlog import parse_dd_log
-from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
+from fsbench.job import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
 from fsbench.system import ToolError
 
 POOL_DIR = "/dev/shm"
@@ -130,7 +130,7 @@ def _fsync(path: str) -> None:
 def _run(job: Job, op: str, argvs: list[list[str]], every: float) -> list[dict]:
     """Start one dd per stream back to back, then wait for each in its own thread so that each stream's
     exit (and, for writes, its fsync right after) is timed when it happens, not when its turn comes.
-    Meanwhile progress is logged from each dd's /proc/<pid>/io (engine.ChildBytes: nothing asked of dd)."""
+    Meanwhile progress is logged from each dd's /proc/<pid>/io (job.ChildBytes: nothing asked of dd)."""
     durable = op == "write"
     streams: list[dict] = [{} for _ in argvs]
     procs: list[subprocess.Popen] = []

@@ -3,12 +3,12 @@
 from typing import Protocol
 
 from . import ddengine, engine, fioengine, mixed
-from .engine import Job
+from .job import Job
 
 
 class Engine(Protocol):
     """What an engine module offers (fio's ioengine ops are the model): move a Job's bytes, timed, and return
-    engine.aggregate()'s shape: bytes, seconds, seconds_durable, started_at, ops, latency columns, command, streams."""
+    job.aggregate()'s shape: bytes, seconds, seconds_durable, started_at, ops, latency columns, command, streams."""
 
     def write(self, job: Job) -> dict: ...
 

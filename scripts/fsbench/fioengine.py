@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 
-from fsbench.engine import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
+from fsbench.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
 from fsbench.latency import Histogram
 from fsbench.system import ToolError
 
@@ -92,7 +92,7 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
         with os.fdopen(fd, "w") as f:
             f.write(text)
         argv = ["fio", "--output-format=json+", path]  # json+: the latency bins of every job
-        # Progress from fio's /proc/<pid>/io (engine.ChildBytes): no --status-interval, whose reports would
+        # Progress from fio's /proc/<pid>/io (job.ChildBytes): no --status-interval, whose reports would
         # go to stdout ahead of the JSON read below. One process holds every stream, as the job runs `thread`.
         with ChildBytes(op) as moved, progress(op, total, moved, every):
             launched, t0 = time.time(), time.perf_counter()

@@ -18,7 +18,6 @@ from .latency import SUB_BITS
 SOURCE = Path(__file__).with_name("loops.c")
 BUILD = Path(__file__).with_name("_build")
 CFLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"]
-NEVER = 2**63 - 1  # a deadline that never comes
 # Tests only: when set, the loop's clock starts at 0 and advances this many ns at every read (not the real
 # clock), so a time-based run ends after an exact number of calls.
 CLOCK_STEP_NS = 0

@@ -12,10 +12,11 @@ import shutil
 import socket
 from pathlib import Path
 
-from . import arrays, devices, engine, metadata, provenance, telemetry
+from . import arrays, cache, devices, metadata, provenance, telemetry
 from .arrays import Target
 from .config import MIXED
 from .engines import run_engine, run_mixed
+from .job import Job, Stream
 from .latency import COLUMNS as LATENCY_COLUMNS
 from .records import COLUMNS, flags_for, rate
 
@@ -36,7 +37,7 @@ def measure_metadata(target: Target, cell: dict, workdir) -> dict:
     # does that; fadvise and O_DIRECT reach file data only.
     method = "remount" if cell["cache"] == "remount" and target.mount else "drop"
     try:
-        found = metadata.run(job, lambda: make_cold(engine.Job((), 1, 1), method, target, workdir))
+        found = metadata.run(job, lambda: make_cold(Job((), 1, 1), method, target, workdir))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     rows = []
@@ -71,7 +72,7 @@ def measure_metadata(target: Target, cell: dict, workdir) -> dict:
     }
 
 
-def job_for(target: Target, cell: dict, workdir, op: str, written: list[int] = ()) -> engine.Job:
+def job_for(target: Target, cell: dict, workdir, op: str, written: list[int] = ()) -> Job:
     """The cell as an engine job: the bare device split into one region per stream, or one file per stream;
     with shared_file, one file (or the device from its start) that every stream moves its own blocks of.
     Time-based (runtime): the write (or a mixed cell's mix) runs for it, and the read covers `written`, the
@@ -81,15 +82,13 @@ def job_for(target: Target, cell: dict, workdir, op: str, written: list[int] = (
     base = cell.get("slot_base", 0)
     if cell["target"] == "raw":
         dev = target.array.devices[0]
-        streams = tuple(
-            engine.Stream(dev, 0, True, i) if shared else engine.Stream(dev, i * size, True) for i in range(n)
-        )
+        streams = tuple(Stream(dev, 0, True, i) if shared else Stream(dev, i * size, True) for i in range(n))
     else:
         where = Path(target.array.path) if cell["target"] == "path" else Path(workdir) / "mnt"
         name = f"fsbench-{cell['test']}-rep{cell['rep']}"
         shared_path = str(where / f"{name}-shared.dat")
         streams = tuple(
-            engine.Stream(shared_path, 0, False, base + i) if shared else engine.Stream(str(where / f"{name}-{i}.dat"))
+            Stream(shared_path, 0, False, base + i) if shared else Stream(str(where / f"{name}-{i}.dat"))
             for i in range(n)
         )
     direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
@@ -102,7 +101,7 @@ def job_for(target: Target, cell: dict, workdir, op: str, written: list[int] = (
     # The time bounds the measured write, or a mix (not a mix's layout); a read after it covers what it wrote.
     timed = cell.get("runtime", 0.0) if (op == "write") != mixed else 0.0
     counts = tuple(b // cell["block_size"] for b in written) if cell.get("runtime") and not mixed else ()
-    return engine.Job(
+    return Job(
         streams,
         size,
         cell["block_size"],
@@ -139,7 +138,7 @@ def _ready_for_io(target: Target, cell: dict, workdir) -> None:
         )
 
 
-def _head(stream: engine.Stream) -> str:
+def _head(stream: Stream) -> str:
     """The hash of the data's first bytes, read without leaving them in the page cache: O_DIRECT where the
     filesystem has it (the read's cache check runs after this), else a plain read whose pages are then dropped."""
     buf = mmap.mmap(-1, IDENTITY_BYTES)  # page-aligned, as O_DIRECT needs
@@ -257,14 +256,14 @@ def measure_write(target: Target, cell: dict, workdir) -> dict:
     return record
 
 
-def make_cold(job: engine.Job, method: str, target: Target, workdir) -> str:
+def make_cold(job: Job, method: str, target: Target, workdir) -> str:
     """Empty the page cache of the job's files the way the campaign asks; returns what was done."""
     paths = sorted({s.path for s in job.streams})
     if method == "drop":
-        engine.drop_cache(paths)
+        cache.drop_cache(paths)
         return "sync; posix_fadvise(DONTNEED); echo 3 > /proc/sys/vm/drop_caches"
     if method == "fadvise":
-        engine.fadvise_cache(paths)
+        cache.fadvise_cache(paths)
         return "sync; posix_fadvise(DONTNEED)"
     if method == "remount" and target.mount:
         fs, mnt = target.filesystem, Path(workdir) / "mnt"
@@ -272,7 +271,7 @@ def make_cold(job: engine.Job, method: str, target: Target, workdir) -> str:
         devices.ensure_mounted(target.array.devices[0], mnt, fs.fs_type, list(target.mount.asked), fs.uuid)
         return "umount; mount"
     if method == "remount":  # a bare device has no mount: its cache goes when its last opener closes it
-        engine.fadvise_cache(paths)
+        cache.fadvise_cache(paths)
         return "raw device: last close drops its cache; sync; posix_fadvise(DONTNEED)"
     return "O_DIRECT read (no cache drop)"
 
@@ -287,7 +286,7 @@ def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     how = make_cold(job, cell["cache"], target, workdir)
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
-    cached = [engine.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
+    cached = [cache.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
     if cell["pattern"] in MIXED:
         return _measure_mix(job, cell, target, how, cached)
     with telemetry.measured("read", _members(target)) as found:
@@ -300,7 +299,7 @@ def measure_read(write_record: dict, cell: dict, workdir) -> dict:
     return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached)
 
 
-def _measure_mix(job: engine.Job, cell: dict, target: Target, how: str, cached: list) -> dict:
+def _measure_mix(job: Job, cell: dict, target: Target, how: str, cached: list) -> dict:
     """A mixed cell's measurement, on the files its write laid down and from a cold cache: two rows, op read
     and op write, of the same run."""
     members = _members(target)
@@ -322,7 +321,7 @@ def _measure_mix(job: engine.Job, cell: dict, target: Target, how: str, cached: 
     return record | {"row": rows[0], "rows": rows, "mix": {"rwmix_read": cell["rwmix_read"], "write": found["write"]}}
 
 
-def _check_identity(stream: engine.Stream, ident: dict) -> None:
+def _check_identity(stream: Stream, ident: dict) -> None:
     """The file (or device region) must be the one the write made: same inode and size, same first bytes."""
     problems = []
     if not os.path.exists(stream.path):

@@ -12,7 +12,8 @@ wall time.
 
 import random
 
-from .engine import PROGRESS_SECONDS, Job, _run, aggregate, stream
+from .engine import _run, stream
+from .job import PROGRESS_SECONDS, Job, aggregate
 
 
 def kinds(blocks: int, rwmix_read: int, seed: int) -> list[bool]:
@@ -39,7 +40,7 @@ def describe(job: Job, rwmix_read: int) -> str:
 
 
 def run(job: Job, rwmix_read: int, every: float = PROGRESS_SECONDS) -> dict:
-    """The mix on every stream at once: {"read": figure, "write": figure} (engine.aggregate's shape each)."""
+    """The mix on every stream at once: {"read": figure, "write": figure} (job.aggregate's shape each)."""
 
     def one_stream(i, line, done):
         reads = kinds(job.blocks(i), rwmix_read, job.seed * 7919 + i)

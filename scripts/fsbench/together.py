@@ -14,9 +14,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from . import arrays, devices, engine
+from . import arrays, devices
 from .config import ALL_HOSTS
 from .hosts import array_dir, check_host, part_host, short_hostname
+from .job import aggregate
 from .measure import measure_read, measure_write, measurement_record
 from .records import flags_for, read_json, write_json
 from .system import run
@@ -121,7 +122,7 @@ def measure(cell: dict, op: str, hosts: list[str], scratch: str, record_dir) -> 
     if op == "read" and cell.get("shared_file"):
         devices.release(shared_folder(cell, scratch)[0])  # every host has read the shared file: it goes
     parts = [read_json(record_dir / f"{host}-{op}.json") for host in hosts]
-    result = engine.aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
+    result = aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
     if op == "read":
         result["cached_before"] = sum(p["row"]["cached_before"] for p in parts) / len(parts)
     target = arrays.Target.from_record(parts[0]["setup"])
