@@ -11,6 +11,7 @@ import uuid
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -18,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from fsbench import devices  # noqa: E402
+from fsbench.records import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
 SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
@@ -52,6 +54,16 @@ def scratch():
         yield path
 
 
+# Under /dev/shm: loop images in RAM, for the tests whose figures should come from the engine, not a disk.
+RAM_ROOT = Path("/dev/shm/fsbench-test")
+
+
+@pytest.fixture
+def ram_scratch():
+    with private_scratch(RAM_ROOT) as path:
+        yield path
+
+
 def run_campaign(
     workdir: Path, config: dict, *args: str, check: bool = True, env: dict | None = None
 ) -> subprocess.CompletedProcess:
@@ -68,8 +80,49 @@ def run_campaign(
     return proc
 
 
-# The 2012 seed's dd log as baselines.csv holds it (7 runs of 20 GiB): for the statistics and plot tests.
 MiB = 2**20
+
+
+# Measurements made up for the statistics, comparison and plot tests.
+def row(target="raw", op="write", mb_s=100.0, rep=1, block_size=MiB, durable=None, array="demo", **over) -> dict:
+    """One row of measurements.csv: `mb_s` from 10^9 bytes (its ops and iops to match), every other column as
+    a plain local run has it; `over` sets any column."""
+    durable = durable or mb_s
+    r = {
+        "campaign": "c",
+        "host": "h",
+        "array": array,
+        "target": target,
+        "fs_type": "raw" if target == "raw" else over.pop("fs_type", target),
+        "op": op,
+        "pattern": "seq",
+        "block_size": block_size,
+        "direct": False,
+        "streams": 1,
+        "rep": rep,
+        "bytes": 10**9,
+        "seconds": 1e3 / mb_s,
+        "mb_s": mb_s,
+        "seconds_durable": 1e3 / durable,
+        "mb_s_durable": durable,
+        "engine": "python",
+        "cache": "drop",
+        "cached_before": 0.0,
+        "started_at": "2024-01-01T00:00:00Z",
+        "ops": 10**9 // block_size,
+        "iops": mb_s * 1e6 / block_size,
+        "flags": "",
+    }
+    r.update(over)
+    return r
+
+
+def frame(rows) -> pd.DataFrame:
+    """Rows as measurements.csv has them: every column, in order."""
+    return pd.DataFrame(rows, columns=MEASUREMENT_COLUMNS)
+
+
+# The 2012 seed's dd log as baselines.csv holds it (7 runs of 20 GiB): for the statistics and plot tests.
 SEED_RUNS = [  # target, op, block size, seconds, real
     ("raw", "write", MiB, 68.929, 78.373),
     ("raw", "read", MiB, 51.2106, 51.335),
@@ -79,6 +132,37 @@ SEED_RUNS = [  # target, op, block size, seconds, real
     ("xfs", "write", MiB, 79.7094, 89.821),
     ("xfs", "read", MiB, 52.4275, 52.564),
 ]
+
+
+SEED_BYTES = 20 * 2**30  # each seed run moved 20 GiB (bs=1M count=20480)
+
+
+def seed_baseline(name="3ware-2012") -> pd.DataFrame:
+    """The seed's seven dd runs as baselines.csv rows."""
+    rows = []
+    for target, op, bs, seconds, real in SEED_RUNS:
+        rate, durable = SEED_BYTES / seconds / 1e6, SEED_BYTES / real / 1e6
+        rows.append(
+            row(
+                target,
+                op,
+                rate,
+                1,
+                array=name,
+                block_size=bs,
+                durable=durable,
+                campaign=name,
+                host="",
+                bytes=SEED_BYTES,
+                seconds=seconds,
+                seconds_durable=real,
+                engine="dd-log",
+                cache="",
+                cached_before=float("nan"),
+                started_at="",
+            )
+        )
+    return frame(rows)
 
 
 # The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from conftest import (
+    RAM_ROOT,
     all_loop_devices,
     held,
     loop_devices_under,
@@ -44,7 +45,7 @@ def make_noise(scratch: Path, stop: threading.Event, throttled: set) -> None:
 def ram_scratch():
     """Scratch on tmpfs: the loop images live in RAM, so a flush costs nothing and the throttle alone sets
     the pace (on this VM's disk the fsync alone varied 0.01-0.46 s, enough to make the quiet cell noisy)."""
-    with private_scratch(Path("/dev/shm/fsbench-test")) as path:
+    with private_scratch(RAM_ROOT) as path:
         yield path
 
 

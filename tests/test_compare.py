@@ -22,47 +22,11 @@ from fsbench.compare import (
     questions,
     welch_log,
 )
-from fsbench.records import COLUMNS as MEASUREMENT_COLUMNS
 from fsbench.stats import repeat_decision, summarize, summary_html, summary_markdown
 
-from conftest import REPO
+from conftest import REPO, frame, row
 
 MiB = 2**20
-
-
-def row(target="raw", op="write", mb_s=100.0, rep=1, block_size=MiB, durable=None, array="demo", **over):
-    durable = durable or mb_s
-    r = {
-        "campaign": "c",
-        "host": "h",
-        "array": array,
-        "target": target,
-        "fs_type": "raw" if target == "raw" else over.pop("fs_type", target),
-        "op": op,
-        "pattern": "seq",
-        "block_size": block_size,
-        "direct": False,
-        "streams": 1,
-        "rep": rep,
-        "bytes": 10**9,
-        "seconds": 1e3 / mb_s,
-        "mb_s": mb_s,
-        "seconds_durable": 1e3 / durable,
-        "mb_s_durable": durable,
-        "engine": "python",
-        "cache": "drop",
-        "cached_before": 0.0,
-        "started_at": "2024-01-01T00:00:00Z",
-        "ops": 10**9 // block_size,
-        "iops": mb_s * 1e6 / block_size,
-        "flags": "",
-    }
-    r.update(over)
-    return r
-
-
-def frame(rows):
-    return pd.DataFrame(rows, columns=MEASUREMENT_COLUMNS)
 
 
 NOISE = [0.97, 1.0, 1.03]  # three repeats, ±3%

@@ -14,7 +14,7 @@ from fsbench.config import ConfigError, MetaCell, cells, validate
 from fsbench.metadata import PHASES, MetadataError, MetaJob, check_room, run, run_phase
 from fsbench.plan import Plan
 
-from conftest import held, needs_root, private_scratch, run_campaign
+from conftest import RAM_ROOT, held, needs_root, private_scratch, run_campaign
 
 
 def test_every_phase_moves_every_file_and_times_each_one(tmp_path):
@@ -142,7 +142,7 @@ FILES = 1500
 def campaign(tmp_path_factory):
     """ext4, xfs and btrfs on one RAM-backed loop image, the metadata test with 2 streams, 2 repeats."""
     work = tmp_path_factory.mktemp("meta")
-    with private_scratch(Path("/dev/shm/fsbench-test")) as scratch:
+    with private_scratch(RAM_ROOT) as scratch:
         config = {
             "campaign": "meta",
             "scratch": str(scratch),

@@ -15,7 +15,7 @@ from fsbench.engine import write
 from fsbench.job import Job, Stream
 from fsbench.plan import Plan
 
-from conftest import held, needs_root, private_scratch, ram_xfs_campaign, run_campaign
+from conftest import RAM_ROOT, held, needs_root, private_scratch, ram_xfs_campaign, run_campaign
 
 KiB = 1024
 
@@ -91,7 +91,7 @@ SIZE = 8 * 2**20
 @pytest.mark.parametrize("engine", ["python", "fio"])
 def test_a_mixed_cell_gives_a_read_and_a_write_row_of_one_run(engine, tmp_path):
     depths = [1, 32]
-    with private_scratch(Path("/dev/shm/fsbench-test")) as scratch:
+    with private_scratch(RAM_ROOT) as scratch:
         config = ram_xfs_campaign(
             scratch,
             f"mix-{engine}",

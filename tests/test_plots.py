@@ -9,7 +9,7 @@ from fsbench.plots import _beside_baselines, _efficiency, _throughput, plot_camp
 from fsbench.records import COLUMNS
 from fsbench.stats import summarize, summarize_baselines
 
-from conftest import SEED_RUNS
+from conftest import seed_baseline
 
 MiB = 2**20
 SEED = {"raw": (312, 419), "ext3": (137, 320), "xfs": (269, 410)}  # MB/s write/read, from the 2012 post
@@ -108,37 +108,6 @@ def test_plot_campaign_from_csv_files(tmp_path):
 
 
 TODAY = {"raw": (1900, 2000), "ext3": (420, 1500), "ext4": (1300, 1800), "xfs": (1500, 1900), "btrfs": (900, 1700)}
-
-
-def seed_baseline(name="3ware-2012"):
-    rows = []
-    for target, op, bs, seconds, real in SEED_RUNS:
-        rows.append(
-            {
-                "campaign": name,
-                "host": "",
-                "array": name,
-                "target": target,
-                "fs_type": target,
-                "op": op,
-                "pattern": "seq",
-                "block_size": bs,
-                "direct": False,
-                "streams": 1,
-                "rep": 1,
-                "bytes": 21474836480,
-                "seconds": seconds,
-                "mb_s": 21474836480 / seconds / 1e6,
-                "seconds_durable": real,
-                "mb_s_durable": 21474836480 / real / 1e6,
-                "engine": "dd-log",
-                "cache": "",
-                "cached_before": np.nan,
-                "started_at": "",
-                "flags": "short-transfer" if bs == 4 * MiB else "",
-            }
-        )
-    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def bar_heights(ax):

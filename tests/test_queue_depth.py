@@ -8,23 +8,16 @@ Which depth is faster is a speed claim: `make bench-engines` measures it, side b
 
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import needs_root, private_scratch, ram_xfs_campaign, run_campaign
+from conftest import needs_root, ram_xfs_campaign, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
 SIZE = 16 * 2**20
 LATENCY = ["lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us"]
-
-
-@pytest.fixture
-def ram_scratch():
-    with private_scratch(Path("/dev/shm/fsbench-test")) as path:
-        yield path
 
 
 @pytest.mark.parametrize("engine", ["python", "fio"])

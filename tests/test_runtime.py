@@ -16,7 +16,7 @@ from fsbench.job import Job, Stream, offsets
 from fsbench.plan import Plan
 from fsbench.sizes import parse_duration
 
-from conftest import held, loop_devices_held, needs_root, needs_throttle, private_scratch, run_campaign
+from conftest import RAM_ROOT, held, loop_devices_held, needs_root, needs_throttle, private_scratch, run_campaign
 
 KiB, MiB = 2**10, 2**20
 
@@ -118,7 +118,7 @@ RATE = 16 * 10**6  # bytes/s, reads and writes
 @pytest.fixture
 def slow_loop():
     """A loop device on a RAM-backed image, held at RATE."""
-    with private_scratch(Path("/dev/shm/fsbench-test")) as scratch, loop_devices_held(RATE):
+    with private_scratch(RAM_ROOT) as scratch, loop_devices_held(RATE):
         yield devices.attach_loop_images(scratch, 1, 64 * MiB)[0]
 
 
@@ -148,7 +148,7 @@ def test_fio_stops_a_write_at_the_time_reads_what_it_wrote_and_mixes_for_the_tim
 def test_a_time_based_campaign_moves_what_the_time_allows_and_reads_exactly_that(tmp_path):
     """A loop array held at 16 MB/s (raw and ext4) and a path array on tmpfs, 1 s per write, at most 24 MiB: the
     slow one stops at the time, the fast one at io.size (flagged), and every read moves what its write moved."""
-    with private_scratch(Path("/dev/shm/fsbench-test")) as scratch:
+    with private_scratch(RAM_ROOT) as scratch:
         (scratch / "fast").mkdir()
         config = {
             "campaign": "timed",

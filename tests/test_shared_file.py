@@ -9,17 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import held, needs_root, private_scratch, ram_xfs_campaign, run_campaign
+from conftest import held, needs_root, ram_xfs_campaign, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
 SIZE = 8 * 2**20  # per stream
-
-
-@pytest.fixture
-def ram_scratch():
-    with private_scratch(Path("/dev/shm/fsbench-test")) as path:
-        yield path
 
 
 @pytest.mark.parametrize("engine", ["python", "fio"])

@@ -19,7 +19,8 @@ from fsbench.stats import (
     summary_markdown,
 )
 
-from conftest import SEED_RUNS
+from conftest import frame, seed_baseline
+from conftest import row as measurement
 
 MiB = 2**20
 # t(0.975, df=2), from tables; scipy-independent.
@@ -36,36 +37,8 @@ def log_ci(values, t):
     return math.exp(mean - half), math.exp(mean + half)
 
 
-def row(target="raw", op="write", mb_s=100.0, rep=1, array="a", block_size=MiB, durable=None, flags="", **over):
-    r = {
-        "campaign": "c",
-        "host": "h",
-        "array": array,
-        "target": target,
-        "fs_type": "raw" if target == "raw" else target,
-        "op": op,
-        "pattern": "seq",
-        "block_size": block_size,
-        "direct": False,
-        "streams": 1,
-        "rep": rep,
-        "bytes": 10**9,
-        "seconds": 1e3 / mb_s,
-        "mb_s": mb_s,
-        "seconds_durable": 1e3 / (durable or mb_s),
-        "mb_s_durable": durable or mb_s,
-        "engine": "python",
-        "cache": "drop",
-        "cached_before": 0.0,
-        "started_at": "2024-01-01T00:00:00Z",
-        "flags": flags,
-    }
-    r.update(over)
-    return r
-
-
-def frame(rows):
-    return pd.DataFrame(rows, columns=COLUMNS)
+def row(target="raw", op="write", mb_s=100.0, rep=1, array="a", **over):
+    return measurement(target, op, mb_s, rep, array=array, **over)
 
 
 def one(summary, **where):
@@ -253,34 +226,6 @@ def test_summary_markdown_labels_what_varies():
 
 
 # The 2012 seed's dd log as baselines.csv holds it: 20 GiB per run, dd's seconds and the shell's `real` line.
-SEED_BYTES = 21474836480
-
-
-def seed_baseline(name="3ware-2012"):
-    rows = []
-    for target, op, bs, seconds, real in SEED_RUNS:
-        rate, durable = SEED_BYTES / seconds / 1e6, SEED_BYTES / real / 1e6
-        rows.append(
-            row(
-                target,
-                op,
-                rate,
-                1,
-                array=name,
-                block_size=bs,
-                durable=durable,
-                campaign=name,
-                host="",
-                bytes=SEED_BYTES,
-                seconds=seconds,
-                seconds_durable=real,
-                engine="dd-log",
-                cache="",
-                cached_before=np.nan,
-                started_at="",
-            )
-        )
-    return frame(rows)
 
 
 def small_campaign():

@@ -382,12 +382,23 @@ TEST_RE = re.compile(TEST_PATTERN)
 
 
 @dataclass(frozen=True)
-class Cell:
-    """One measurement: a write and the read of what it wrote, on one host, array and target, in one repeat."""
+class _Placed:
+    """Where a cell is measured. Its folder under runs/ (and state/, logs/) is host/array/target/test; the repeat
+    is below it."""
 
     host: str
     array: str
     target: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.host}/{self.array}/{self.target}/{self.test}"
+
+
+@dataclass(frozen=True)
+class Cell(_Placed):
+    """One measurement: a write and the read of what it wrote, on one host, array and target, in one repeat."""
+
     pattern: str
     block_size: int
     direct: bool
@@ -402,11 +413,6 @@ class Cell:
         depth = f"-qd{self.iodepth}" if self.iodepth > 1 else ""
         shared = "-shared" if self.shared_file else ""
         return f"{self.pattern}-{format_size(self.block_size)}-{io}-{self.streams}s{depth}{shared}"
-
-    @property
-    def path(self) -> str:
-        """The cell's folder under runs/ (and state/, logs/): host/array/target/test; the repeat is below it."""
-        return f"{self.host}/{self.array}/{self.target}/{self.test}"
 
     @classmethod
     def from_wildcards(cls, host: str, array: str, target: str, test: str, rep) -> "Cell":
@@ -457,13 +463,10 @@ META_RE = re.compile(META_PATTERN)
 
 
 @dataclass(frozen=True)
-class MetaCell:
+class MetaCell(_Placed):
     """One metadata measurement (fsbench.metadata): create, stat, read and delete of many small files, on one
     host, array and filesystem target (or path), in one repeat."""
 
-    host: str
-    array: str
-    target: str
     files: int
     file_size: int
     dirs: int
@@ -474,10 +477,6 @@ class MetaCell:
     @property
     def test(self) -> str:
         return f"meta-{self.files}f-{format_size(self.file_size)}-{self.dirs}d-{self.fsync}-{self.streams}s"
-
-    @property
-    def path(self) -> str:
-        return f"{self.host}/{self.array}/{self.target}/{self.test}"
 
     @classmethod
     def from_wildcards(cls, host: str, array: str, target: str, test: str, rep) -> "MetaCell":
