@@ -23,7 +23,7 @@ from .uring import fast_ring
 # the file come from the same bytes, whatever the order they are written in, and no compressor working in
 # chunks of up to 256 KiB (btrfs's 128 KiB, ZFS's default 128 KiB record) finds a repeat. Small enough to stay
 # in the CPU cache: a 16 MiB pool cost ~4 µs per 64 KiB write over one buffer, and writes of 1 MiB reached
-# 0.71-0.78 of fio's rate (docs/bench-engines.md); fio reuses one buffer.
+# 0.71-0.78 of fio's rate (measured here; see docs/bench-engines.md's history); fio reuses one buffer.
 POOL_BYTES = 256 * 2**10
 # Like fio's scramble_buffers, every STAMP_BYTES of a written block (every block, if smaller) starts with the
 # write's byte offset, so that no two 4 KiB pieces a stream writes are alike: a pool that repeats gives a
