@@ -3,7 +3,7 @@ all-hosts cell."""
 
 from pathlib import Path
 
-from fsbench import steps, together
+from fsbench import all_hosts, steps
 from fsbench.config import ALL_HOSTS
 from fsbench.plan import describe
 from fsbench.records import read_json, write_json
@@ -13,7 +13,7 @@ p = snakemake.params
 what = describe(p.cell, "read")
 if p.cell["host"] == ALL_HOSTS:
     parts = Path(snakemake.output[0]).parent / "hosts"
-    record = run_step(snakemake.log[0], together.measure, p.cell, "read", p.hosts, p.scratch, parts, what=what)
+    record = run_step(snakemake.log[0], all_hosts.measure, p.cell, "read", p.hosts, p.scratch, parts, what=what)
 else:
     record = run_step(
         snakemake.log[0], steps.read, p.cell, read_json(snakemake.input.write), p.cell["workdir"], what=what

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from fsbench import steps, together
+from fsbench import all_hosts, steps
 from fsbench.config import ALL_HOSTS
 from fsbench.plan import describe
 from fsbench.records import read_json, write_json
@@ -12,7 +12,7 @@ p, out = snakemake.params, snakemake.output
 what = describe(p.cell, "write")
 if p.cell["host"] == ALL_HOSTS:
     parts = Path(out.record).parent / "hosts"  # each host's own records, beside the cell's
-    record = run_step(snakemake.log[0], together.measure, p.cell, "write", p.hosts, p.scratch, parts, what=what)
+    record = run_step(snakemake.log[0], all_hosts.measure, p.cell, "write", p.hosts, p.scratch, parts, what=what)
 else:
     record = run_step(
         snakemake.log[0], steps.write, p.cell, read_json(snakemake.input.setup), p.cell["workdir"], what=what

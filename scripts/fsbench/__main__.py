@@ -1,7 +1,7 @@
 """Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host;
 `python -m fsbench results CAMPAIGN.yaml` prints where its results go; `python -m fsbench compare OLD NEW`
 prints (and writes) the verdicts of NEW against OLD and what differs in their provenance; `part` is one host's
-share of an all-hosts cell (started by fsbench.together, not by people)."""
+share of an all-hosts cell (started by fsbench.all_hosts, not by people)."""
 
 import argparse
 import json
@@ -70,8 +70,8 @@ def run_compare(args) -> int:
 
 
 def run_part(args) -> int:
+    from .all_hosts import part
     from .steplog import EXPECTED
-    from .together import part
 
     try:
         with open(args.cell) as f:
