@@ -67,35 +67,33 @@ def assert_complete(work, name) -> pd.DataFrame:
     return df
 
 
-def test_mkfs_fails(scratch, tmp_path):
-    marker, bindir = tmp_path / "fail-mkfs", tmp_path / "bin"
-    shim(bindir, "mkfs.ext4", marker, 'echo "mkfs.ext4: injected fault" >&2; exit 1')
+@contextmanager
+def injected_fault(scratch, tmp_path, tool: str, code: int, step: str, name: str):
+    """`tool` fails (a PATH shim): the campaign stops with a message naming `step`, the cell and the tool's words,
+    holding nothing; the body checks what is left; then, the fault gone, the next run completes."""
+    marker, bindir = tmp_path / f"fail-{tool}", tmp_path / "bin"
+    shim(bindir, tool, marker, f'echo "{tool}: injected fault" >&2; exit {code}')
     marker.touch()
-    config = small_campaign(scratch, "mkfs-fault")
+    config = small_campaign(scratch, name)
     proc = run_campaign(tmp_path, config, check=False, env=path_env(bindir))
-    assert_clean_failure(proc, scratch, tmp_path, "mkfs-fault", f"mkfs of {CELL}: ")
-    assert "mkfs.ext4: injected fault" in proc.stderr
-    assert not (tmp_path / "results/mkfs-fault/runs/local/demo/ext4").exists()
+    assert_clean_failure(proc, scratch, tmp_path, name, f"{step} of {CELL}: ")
+    assert f"{tool}: injected fault" in proc.stderr
+    yield tmp_path / "results" / name
     marker.unlink()
     run_campaign(tmp_path, config, env=path_env(bindir))
-    assert_complete(tmp_path, "mkfs-fault")
+    assert_complete(tmp_path, name)
     assert not held(scratch)
+
+
+def test_mkfs_fails(scratch, tmp_path):
+    with injected_fault(scratch, tmp_path, "mkfs.ext4", 1, "mkfs", "mkfs-fault") as results:
+        assert not (results / "runs/local/demo/ext4").exists()
 
 
 def test_mount_fails(scratch, tmp_path):
-    marker, bindir = tmp_path / "fail-mount", tmp_path / "bin"
-    shim(bindir, "mount", marker, 'echo "mount: injected fault" >&2; exit 32')
-    marker.touch()
-    config = small_campaign(scratch, "mount-fault")
-    proc = run_campaign(tmp_path, config, check=False, env=path_env(bindir))
-    assert_clean_failure(proc, scratch, tmp_path, "mount-fault", f"mount of {CELL}: ")
-    assert "mount: injected fault" in proc.stderr
-    rep = tmp_path / "results/mount-fault/runs/local/demo/ext4/seq-1MiB-buffered-1s/rep1"
-    assert (rep / "mkfs.json").exists() and not (rep / "mount.json").exists()
-    marker.unlink()
-    run_campaign(tmp_path, config, env=path_env(bindir))
-    assert_complete(tmp_path, "mount-fault")
-    assert not held(scratch)
+    with injected_fault(scratch, tmp_path, "mount", 32, "mount", "mount-fault") as results:
+        rep = results / "runs/local/demo/ext4/seq-1MiB-buffered-1s/rep1"
+        assert (rep / "mkfs.json").exists() and not (rep / "mount.json").exists()
 
 
 def test_the_read_refuses_data_its_write_did_not_make(scratch, tmp_path):

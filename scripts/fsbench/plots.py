@@ -57,11 +57,15 @@ def _style():
 
 def _bytes(values: pd.Series) -> str:
     """The amount moved per measurement, binary where exact (as configured), else decimal GB."""
-    shown = []
-    for b in pd.unique(values.dropna()):
-        text = format_size(int(b))
-        shown.append(text if text.endswith("iB") else f"{b / 1e9:.3g} GB")
-    return ", ".join(shown) or "?"
+
+    def text(b) -> str:
+        size = format_size(int(b))
+        return size if size[-3:] in ("MiB", "GiB", "TiB") else f"{b / 1e9:.3g} GB"
+
+    found = sorted(pd.unique(values.dropna()))
+    if len(found) > 3:  # e.g. a mix's read and write shares, or time-based runs: the range
+        return f"{text(found[0])} to {text(found[-1])}"
+    return ", ".join(map(text, found)) or "?"
 
 
 def _panels(summary: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
