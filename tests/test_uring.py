@@ -366,58 +366,6 @@ def test_why_unavailable_follows_the_module_constant(tmp_path, monkeypatch):
     assert why_unavailable() is not None
 
 
-def test_fixed_slots_move_every_block_and_reap_gives_what_completions_would(tmp_path):
-    """fix_slots + queue_many: 8 slots, each re-queued as soon as it is reaped, at a new offset and (writes) from
-    another of its buffers; every block lands where it was sent, and reap() carries each slot's tag and result."""
-    depth, nblocks = 8, 96
-    rnd = random.Random(3)
-    data = rnd.randbytes(nblocks * BS)
-    path = tmp_path / "data"
-    path.write_bytes(bytes(nblocks * BS))
-    fd = os.open(path, os.O_RDWR)
-    src, dst = mmap.mmap(-1, nblocks * BS), mmap.mmap(-1, depth * BS)
-    src[:] = data
-    base = buffer_address(src)
-    try:
-        with uring.fast_ring(depth) as ring:
-            order = rnd.sample(range(nblocks), nblocks)  # file block order[i] gets data block i
-            ring.fix_slots("write", fd, BS, [base + s * BS for s in range(depth)])
-            ring.queue_many(list(range(depth)), [order[i] * BS for i in range(depth)])
-            sent, k = {s: s for s in range(depth)}, depth
-            while sent:
-                ring.submit_and_wait(1)
-                slots, results = ring.reap()
-                assert results == [BS] * len(slots) and all(s in sent for s in slots)
-                for s in slots:
-                    del sent[s]
-                again = [s for s in slots if k + slots.index(s) < nblocks]
-                ring.queue_many(
-                    again,
-                    [order[k + i] * BS for i in range(len(again))],
-                    [base + (k + i) * BS for i in range(len(again))],
-                )
-                sent |= {s: k + i for i, s in enumerate(again)}
-                k += len(again)
-            assert ring.reap() == ([], [])
-        assert path.read_bytes() == b"".join(
-            data[order.index(b) * BS : (order.index(b) + 1) * BS] for b in range(nblocks)
-        )
-
-        with Ring(depth) as ring:  # reads into fixed buffers: each slot's buffer holds its block
-            ring.fix_slots("read", fd, BS, [buffer_address(dst) + s * BS for s in range(depth)])
-            ring.queue_many(list(range(depth)), [(5 * s) * BS for s in range(depth)])
-            ring.submit_and_wait(depth)
-            slots, results = ring.reap()
-            assert sorted(slots) == list(range(depth)) and results == [BS] * depth
-            expected = path.read_bytes()
-            for s in range(depth):
-                assert dst[s * BS : (s + 1) * BS] == expected[5 * s * BS : (5 * s + 1) * BS]
-    finally:
-        os.close(fd)
-        src.close()
-        dst.close()
-
-
 def test_fast_ring_asks_for_fios_flags_and_falls_back_where_the_kernel_refuses(monkeypatch):
     with uring.fast_ring(4) as ring:
         assert ring.flags in uring.FAST_FLAGS

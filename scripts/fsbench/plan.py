@@ -87,14 +87,8 @@ class Plan:
         if is_metadata(test):
             return self._meta_spec(host, array, target, test, rep)
         cell = Cell.from_wildcards(host, array, target, test, rep)
-        spec = self.campaign["arrays"][array]
-        fs = self.campaign["filesystems"].get(target)
         return {
-            "campaign": self.campaign["campaign"],
-            "host": host,
-            "array": array,
-            "target": target,
-            "fs_type": fs["type"] if fs else target,
+            **self._place(host, array, target),
             "pattern": cell.pattern,
             "block_size": cell.block_size,
             "direct": cell.direct,
@@ -111,23 +105,14 @@ class Plan:
             "data": self.io["data"],
             "engine": self.io["engine"],
             "cache": self.io["cache"],
-            "array_spec": spec,
-            # The fingerprint changes when anything that shapes the filesystem changes.
-            "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
-            # Where the array's images, mount point and state live on the host (fsbench.hosts.array_dir).
-            "workdir": str(array_dir(self.campaign["scratch"], self.campaign["campaign"], array, host)),
+            **self._storage(host, array, target),
         }
 
     def _meta_spec(self, host: str, array: str, target: str, test: str, rep) -> dict:
         cell = MetaCell.from_wildcards(host, array, target, test, rep)
-        fs = self.campaign["filesystems"].get(target)
         return {
             "workload": "metadata",
-            "campaign": self.campaign["campaign"],
-            "host": host,
-            "array": array,
-            "target": target,
-            "fs_type": fs["type"] if fs else target,
+            **self._place(host, array, target),
             "files": cell.files,
             "file_size": cell.file_size,
             "dirs": cell.dirs,
@@ -138,8 +123,28 @@ class Plan:
             "data": self.io["data"],
             "engine": "python",
             "cache": self.io["cache"],
+            **self._storage(host, array, target),
+        }
+
+    def _place(self, host: str, array: str, target: str) -> dict:
+        """Which campaign, host, array and target a cell is of, and the filesystem type there."""
+        fs = self.campaign["filesystems"].get(target)
+        return {
+            "campaign": self.campaign["campaign"],
+            "host": host,
+            "array": array,
+            "target": target,
+            "fs_type": fs["type"] if fs else target,
+        }
+
+    def _storage(self, host: str, array: str, target: str) -> dict:
+        """How the cell's array and filesystem are made, and where they live on the host."""
+        fs = self.campaign["filesystems"].get(target)
+        return {
             "array_spec": self.campaign["arrays"][array],
+            # The fingerprint changes when anything that shapes the filesystem changes.
             "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
+            # Where the array's images, mount point and state live on the host (fsbench.hosts.array_dir).
             "workdir": str(array_dir(self.campaign["scratch"], self.campaign["campaign"], array, host)),
         }
 

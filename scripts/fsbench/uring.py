@@ -24,8 +24,12 @@ Typical use, keeping ``depth`` reads in flight::
 
 Memory ordering: SQEs are written before the SQ tail that publishes them, and CQEs are read before the CQ
 head that releases them; on x86-64 (TSO) plain stores and loads in that program order are all it takes.
-The SQ index array is filled once with the identity (slot i -> SQE i), as liburing does, so the hot path
-only writes SQEs and the tail. Only one thread may use a Ring at a time.
+The SQ index array is filled once with the identity (slot i -> SQE i), as liburing does. Only one thread may
+use a Ring at a time.
+
+The python engine sets its ring up here and runs it from C (loops.c, through Ring.layout, then Ring.resync());
+prep(), submit_and_wait() and completions() are the same protocol in Python, used to drain a ring on close()
+and by the tests that pin the kernel interface down.
 """
 
 import ctypes
@@ -264,9 +268,6 @@ class Ring:
         "_i_sq_array",
         "_i_sq_head",
         "layout",
-        "_sqe_q",
-        "_cq_data",
-        "_cq_res",
         "_sq_head",
         "_sq_tail",
         "_cq_head",
@@ -275,7 +276,7 @@ class Ring:
     def __init__(self, entries: int, flags: int = 0):
         self.fd = -1
         self.layout = {}
-        self._ring = self._sqes = self._u32 = self._cqes = self._sqe_q = self._cq_data = self._cq_res = None
+        self._ring = self._sqes = self._u32 = self._cqes = None
         params = _Params(flags=flags)
         self.fd = _setup(entries, params)
         self.flags = flags
@@ -298,9 +299,6 @@ class Ring:
             self._i_sq_array = sq.array // 4
             for i in range(params.sq_entries):
                 u32[sq.array // 4 + i] = i
-            self._sqe_q = memoryview(self._sqes).cast("q")  # for queue(): 8 words per SQE, `off` is word 1
-            self._cq_data = self._cqes.cast("Q")  # for reap(): a CQE's user_data is its word 0 of 2
-            self._cq_res = self._cqes.cast("i")  # and its res, word 2 of 4
             self._sq_head = self._sq_tail = u32[sq.tail // 4]
             self._cq_head = u32[cq.head // 4]
             self._i_sq_head = sq.head // 4
@@ -338,58 +336,12 @@ class Ring:
         _pack_sqe(self._sqes, (tail & self._sq_mask) << 6, opcode, fd, offset, addr, length, user_data)
         self._sq_tail = tail + 1  # published to the kernel by submit_and_wait()
 
-    def fix_slots(self, op: str, fd: int, length: int, addresses: list[int], first: int = 0) -> None:
-        """Prepare SQE first + i once as a `length`-byte "read" or "write" of `fd` at memory addresses[i], with
-        user_data first + i (a mix fixes its read slots, then its write slots after them).
-
-        Then queue(i, offset) sends it again with only its file offset (and, for writes, the buffer) changed:
-        the SQ index array says which SQE each queue entry is, so the hot path writes 8-16 bytes of the SQE and
-        4 of the array instead of packing a whole SQE. Slot i may be queued again once its completion has been
-        reaped (the kernel reads an SQE when it is submitted). A Ring is used either with fix_slots()/queue()
-        or with prep(), not both.
-        """
-        if first + len(addresses) > self.sq_entries:
-            raise ValueError(f"slots {first}..{first + len(addresses) - 1} for a ring of {self.sq_entries} SQEs")
-        try:
-            opcode = OPCODES[op]
-        except KeyError:
-            raise ValueError(f"op must be 'read' or 'write', not {op!r}") from None
-        for slot, addr in enumerate(addresses, first):
-            _pack_sqe(self._sqes, slot << 6, opcode, fd, 0, addr, length, slot)
-
     def resync(self) -> None:
         """Take up the ring's state after another user (the C loop, through `layout`) moved its heads and tails:
         what the kernel has consumed and posted, and what was published to it."""
         self._sq_head = self._u32[self._i_sq_head]
         self._sq_tail = self._u32[self._i_sq_tail]
         self._cq_head = self._u32[self._i_cq_head]
-
-    def queue(self, slot: int, offset: int) -> None:
-        """Queue slot `slot` (see fix_slots) at file `offset`; nothing reaches the kernel until submit_and_wait().
-
-        The caller keeps at most one I/O per slot in flight; that also keeps the SQ from overflowing.
-        """
-        tail = self._sq_tail
-        self._sqe_q[(slot << 3) | 1] = offset
-        self._u32[self._i_sq_array + (tail & self._sq_mask)] = slot
-        self._sq_tail = tail + 1  # published to the kernel by submit_and_wait()
-
-    def queue_many(self, slots: list[int], offsets: list[int], addresses: list[int] | None = None) -> None:
-        """queue(slots[i], offsets[i]) for each i, in one call; with `addresses`, slot i's memory becomes
-        addresses[i] too (a write from another of its buffers)."""
-        tail, mask, q, u32, array = self._sq_tail, self._sq_mask, self._sqe_q, self._u32, self._i_sq_array
-        if addresses is None:
-            for slot, offset in zip(slots, offsets, strict=True):
-                q[(slot << 3) | 1] = offset
-                u32[array + (tail & mask)] = slot
-                tail += 1
-        else:
-            for slot, offset, addr in zip(slots, offsets, addresses, strict=True):
-                q[(slot << 3) | 1] = offset
-                q[(slot << 3) | 2] = addr
-                u32[array + (tail & mask)] = slot
-                tail += 1
-        self._sq_tail = tail  # published to the kernel by submit_and_wait()
 
     def submit_and_wait(self, wait_nr: int = 0) -> int:
         """Submit every queued SQE and wait until at least `wait_nr` completions are available.
@@ -452,26 +404,6 @@ class Ring:
         self._u32[self._i_cq_head] = tail  # release the slots only after they were read
         return done
 
-    def reap(self) -> tuple[list[int], list[int]]:
-        """completions() as two lists, user_data and res, oldest first: no tuple per completion."""
-        head = self._cq_head
-        tail = self._u32[self._i_cq_tail]
-        if head == tail:
-            return [], []
-        mask = self._cq_mask
-        start, end = head & mask, tail & mask
-        data, res = self._cq_data, self._cq_res
-        if start < end:
-            found = data[2 * start : 2 * end : 2].tolist(), res[4 * start + 2 : 4 * end + 2 : 4].tolist()
-        else:  # wrapped (or exactly full)
-            found = (
-                data[2 * start :: 2].tolist() + data[: 2 * end : 2].tolist(),
-                res[4 * start + 2 :: 4].tolist() + res[2 : 4 * end + 2 : 4].tolist(),
-            )
-        self._cq_head = tail
-        self._u32[self._i_cq_head] = tail  # release the slots only after they were read
-        return found
-
     def _drain(self) -> None:
         """Drop unsubmitted SQEs and unread CQEs, cancel what can be cancelled, wait for the rest.
 
@@ -487,7 +419,7 @@ class Ring:
         index = self._sq_tail & self._sq_mask
         cancel = (IORING_OP_ASYNC_CANCEL, -1, 0, 0, 0, IORING_ASYNC_CANCEL_ANY, 0)
         _SQE_WITH_FLAGS.pack_into(self._sqes, index << 6, *cancel)
-        self._u32[self._i_sq_array + index] = index  # queue() may have pointed this entry at another SQE
+        self._u32[self._i_sq_array + index] = index  # the C loop may have pointed this entry at another SQE
         self._sq_tail += 1
         self.submit_and_wait(in_flight + 1)
 
@@ -506,10 +438,10 @@ class Ring:
         self._release()
 
     def _release(self) -> None:
-        for view in (self._cq_data, self._cq_res, self._cqes, self._u32, self._sqe_q):
+        for view in (self._cqes, self._u32):
             if view is not None:
                 view.release()
-        self._cqes = self._u32 = self._sqe_q = self._cq_data = self._cq_res = None
+        self._cqes = self._u32 = None
         for mm in (self._sqes, self._ring):
             if mm is not None:
                 mm.close()
