@@ -12,7 +12,7 @@ import pandas as pd
 from fsbench.aggregate import measurements, with_stops
 from fsbench.compare import comparisons
 from fsbench.stats import summarize, summarize_baselines, summary_html, summary_markdown
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 
 
 def aggregate(records, baselines, out, campaign):

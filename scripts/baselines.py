@@ -4,7 +4,7 @@ import pandas as pd
 
 from fsbench.baselines import load_baseline
 from fsbench.records import COLUMNS
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 
 
 def collect(baselines: dict, out: str) -> dict:

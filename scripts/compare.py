@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from fsbench.compare import run
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 
 here = Path(snakemake.input.measurements).parent
 base = Path(snakemake.output.table).with_suffix("")

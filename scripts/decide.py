@@ -5,7 +5,7 @@ import pandas as pd
 from fsbench.compare import questions
 from fsbench.records import read_json, write_json
 from fsbench.stats import repeat_decision
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 
 
 def rows_of(paths):

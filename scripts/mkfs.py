@@ -4,7 +4,7 @@ from pathlib import Path
 
 from fsbench.plan import describe
 from fsbench.records import read_json, write_json
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 from fsbench.steps import mkfs
 
 p = snakemake.params

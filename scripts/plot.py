@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 
 from fsbench.plots import plot_campaign
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 
 
 def plot(inp, outdir):

@@ -1,7 +1,7 @@
 """prepare_array: make the array (loop images, md) and record what it is."""
 
 from fsbench.records import write_json
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 from fsbench.steps import prepare_array
 
 p = snakemake.params

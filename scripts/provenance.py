@@ -3,7 +3,7 @@
 from fsbench import provenance
 from fsbench.aggregate import record_paths
 from fsbench.records import read_json, write_json
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 
 
 def collect(paths):

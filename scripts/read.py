@@ -7,7 +7,7 @@ from fsbench import all_hosts, steps
 from fsbench.config import ALL_HOSTS
 from fsbench.plan import describe
 from fsbench.records import read_json, write_json
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 
 p = snakemake.params
 what = describe(p.cell, "read")

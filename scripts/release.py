@@ -2,6 +2,6 @@
 
 from fsbench.devices import release
 from fsbench.records import write_json
-from fsbench.steplog import run_step
+from fsbench.step_report import run_step
 
 write_json(snakemake.output[0], {"released": run_step(snakemake.log[0], release, snakemake.params.workdir)})

@@ -71,7 +71,7 @@ def run_compare(args) -> int:
 
 def run_part(args) -> int:
     from .all_hosts import part
-    from .steplog import EXPECTED
+    from .step_report import EXPECTED
 
     try:
         with open(args.cell) as f:

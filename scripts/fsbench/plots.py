@@ -28,13 +28,13 @@ from .stats import (  # noqa: E402
     UNDECIDED,
     baseline_parts,
     is_metadata,
+    label_of_test,
     places,
     several,
     sort_rows,
     summarize,
     summarize_baselines,
     summarize_metadata,
-    test_label,
     varying,
     with_iodepth,
 )
@@ -87,7 +87,7 @@ def _hues(summary: pd.DataFrame) -> tuple[list, dict]:
     """The hue label of each test (block size, plus whatever else varies) and a colour per label."""
     vary = varying(summary)
     tests = sort_rows(summary[TEST].drop_duplicates(), TEST)
-    return _colours(test_label(r, vary) for _, r in tests.iterrows())
+    return _colours(label_of_test(r, vary) for _, r in tests.iterrows())
 
 
 def _colours(names) -> tuple[list, dict]:
@@ -101,7 +101,7 @@ def _hue_title(summary: pd.DataFrame) -> str:
 
 
 def _with_hue(frame: pd.DataFrame, vary) -> pd.DataFrame:
-    return frame.assign(hue=[test_label(r, vary) for _, r in frame.iterrows()])
+    return frame.assign(hue=[label_of_test(r, vary) for _, r in frame.iterrows()])
 
 
 def _positions(n_hues: int, group: float = 0.8):
@@ -228,7 +228,7 @@ def _verdicts_vs_raw(measurements: pd.DataFrame, vary) -> dict:
     found = comparisons(measurements)
     found = found[(found["vs"] == "target") & (found["b"] == "raw") & (found["metric"] != "iops")]
     return {
-        (str(r["campaign"]), str(r["host"]), str(r["array"]), str(r["a"]), r["op"], test_label(r, vary)): (
+        (str(r["campaign"]), str(r["host"]), str(r["array"]), str(r["a"]), r["op"], label_of_test(r, vary)): (
             r["ratio"],
             r["verdict"],
         )
@@ -473,7 +473,7 @@ def _beside_baselines(summary: pd.DataFrame, earlier: pd.DataFrame) -> Figure:
     legend, bars = [], {}
     for (name, part), colour in zip(sources, palette, strict=False):
         tests = sort_rows(part[TEST].drop_duplicates(), TEST)
-        hues = list(dict.fromkeys(test_label(r, vary) for _, r in tests.iterrows()))
+        hues = list(dict.fromkeys(label_of_test(r, vary) for _, r in tests.iterrows()))
         for j, hue in enumerate(hues):
             shade = _shade(colour, j, len(hues))
             legend.append(Patch(facecolor=shade, label=f"{name}, {'bs ' if not vary else ''}{hue}"))

@@ -109,7 +109,7 @@ def varying(frame: pd.DataFrame) -> list[str]:
     return [c for c in axes if c in frame and frame[c].nunique(dropna=False) > 1]
 
 
-def test_label(row, vary=()) -> str:
+def label_of_test(row, vary=()) -> str:
     """'1MiB', plus pattern/direct/streams/depth where they vary: '4MiB rand direct 8 streams qd32'."""
     size = format_size(int(row["block_size"])) if pd.notna(row.get("block_size")) else "?"
     return " ".join([size, *_varying_words(row, vary)])
@@ -438,7 +438,7 @@ def _stops(part: pd.DataFrame, vary) -> tuple[dict, list]:
         return mark, [Para(f"How the cells stopped repeating: all alike, {said}.")]
     # Write and read of a cell repeat together: one reason per target and test.
     tests = sort_rows(part[TEST].drop_duplicates(), TEST)
-    columns = [(tuple(r[TEST]), test_label(r, vary)) for _, r in tests.iterrows()]
+    columns = [(tuple(r[TEST]), label_of_test(r, vary)) for _, r in tests.iterrows()]
     reasons: dict[str, dict] = {}
     for _, r in part.iterrows():
         reasons.setdefault(_target_name(r["target"], r["fs_type"]), {})[tuple(r[TEST])] = r["stop_reason"]
@@ -456,7 +456,7 @@ def _array_tables(part: pd.DataFrame) -> list:
     vary = varying(part)
     tests = sort_rows(part[["op", *TEST]].drop_duplicates(), [*TEST, "op"])
     # A column is one (op, test); its key finds the cell of each target.
-    columns = [((r["op"], *r[TEST]), f"{_op_name(r['op'])} {test_label(r, vary)}") for _, r in tests.iterrows()]
+    columns = [((r["op"], *r[TEST]), f"{_op_name(r['op'])} {label_of_test(r, vary)}") for _, r in tests.iterrows()]
     first = part.iloc[0]
     depth = int(float(first["iodepth"])) if pd.notna(first.get("iodepth")) else 1
     # A depth of 1 (one call at a time, as dd) goes without saying unless it varies.
