@@ -16,7 +16,7 @@ from . import loops
 from .job import NEVER, PROGRESS_SECONDS, Job, Stream, aggregate, offsets, progress
 from .latency import Histogram
 from .loops import IO, run
-from .uring import fast_ring
+from .uring import buffer_address, fast_ring
 
 # Each stream writes random data from its own pool of this many bytes (or one block, if larger): the block for
 # file position p (in blocks) is p modulo the pool's blocks, so no two blocks within POOL_BYTES of each other in
@@ -47,7 +47,7 @@ def _buffers(job: Job, reads: int, writes: int) -> tuple[mmap.mmap, int, int]:
         step = 2**20
         for off in range(reads * bs, len(buf), step):
             buf[off : off + step] = os.urandom(min(step, len(buf) - off))
-    base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    base = buffer_address(buf)
     return buf, base, base + reads * bs
 
 

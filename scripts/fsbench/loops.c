@@ -60,7 +60,6 @@ struct fsb_out {
     int32_t error;         /* errno of the failing call (0: none; EIO for a short transfer when strict) */
     int32_t error_read;    /* the failing operation was a read */
     int32_t enter_failed;  /* io_uring_enter itself failed: I/O may still be in flight */
-    int32_t by_deadline;   /* the deadline stopped the queueing */
 };
 
 static inline int64_t now_ns(const struct fsb_io *io, int64_t *stepped) {
@@ -134,10 +133,8 @@ static int sync_loop(const struct fsb_io *io, struct fsb_out *o) {
             last = now;
             o->moved[r] += got;
             *io->done += got;
-            if (now >= io->deadline_ns) {
-                o->by_deadline = 1;
+            if (now >= io->deadline_ns)
                 return 0;
-            }
         }
     } while (io->repeat && io->count);
     return 0;
@@ -203,10 +200,8 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
             break;
         }
         now = now_ns(io, &stepped);
-        if (open && now >= io->deadline_ns) { /* time-based: queue no more, let what is in flight complete */
+        if (now >= io->deadline_ns) /* time-based: queue no more, let what is in flight complete */
             open = 0;
-            o->by_deadline = 1;
-        }
         uint32_t cq_tail = __atomic_load_n(io->cq_tail, __ATOMIC_ACQUIRE);
         for (; head != cq_tail; head++) {
             struct io_uring_cqe *cqe = &io->cqes[head & cq_mask];

@@ -71,7 +71,6 @@ class Out(ctypes.Structure):
         ("error", ctypes.c_int32),
         ("error_read", ctypes.c_int32),
         ("enter_failed", ctypes.c_int32),
-        ("by_deadline", ctypes.c_int32),
     ]
 
 
