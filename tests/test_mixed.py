@@ -15,7 +15,7 @@ from fsbench.engine import write
 from fsbench.job import Job, Stream
 from fsbench.plan import Plan
 
-from conftest import RAM_ROOT, held, needs_root, private_scratch, ram_xfs_campaign, run_campaign
+from conftest import held, needs_root, ram_xfs_campaign, run_campaign
 
 KiB = 1024
 
@@ -89,22 +89,21 @@ SIZE = 8 * 2**20
 @needs_root
 @pytest.mark.e2e
 @pytest.mark.parametrize("engine", ["python", "fio"])
-def test_a_mixed_cell_gives_a_read_and_a_write_row_of_one_run(engine, tmp_path):
+def test_a_mixed_cell_gives_a_read_and_a_write_row_of_one_run(engine, ram_scratch, tmp_path):
     depths = [1, 32]
-    with private_scratch(RAM_ROOT) as scratch:
-        config = ram_xfs_campaign(
-            scratch,
-            f"mix-{engine}",
-            engine=engine,
-            size=SIZE,
-            block_sizes=["4KiB", "64KiB"],
-            patterns=["rand", "randrw"],
-            iodepth=depths,
-            cache="direct",
-            rwmix_read=70,
-        )
-        run_campaign(tmp_path, config)
-        assert not held(scratch)
+    config = ram_xfs_campaign(
+        ram_scratch,
+        f"mix-{engine}",
+        engine=engine,
+        size=SIZE,
+        block_sizes=["4KiB", "64KiB"],
+        patterns=["rand", "randrw"],
+        iodepth=depths,
+        cache="direct",
+        rwmix_read=70,
+    )
+    run_campaign(tmp_path, config)
+    assert not held(ram_scratch)
     df = pd.read_csv(tmp_path / f"results/mix-{engine}/measurements.csv")
     assert len(df) == 2 * 2 * len(depths) * 2  # block sizes × patterns × depths × (write, read)
     for row in df.itertuples():
