@@ -8,6 +8,8 @@ rule prepare_array:
     log:
         f"{RESULTS}/logs/prepare_array/{{host}}/{{array}}.log",
     priority: PLAN.top_priority
+    group:
+        DEVICE_GROUP
     conda:
         "../envs/fsbench.yaml"
     resources:
@@ -29,6 +31,8 @@ rule release:
         f"{RESULTS}/state/{{host}}/{{array}}/released.json",
     log:
         f"{RESULTS}/logs/release/{{host}}/{{array}}.log",
+    group:
+        RELEASE_GROUP
     conda:
         "../envs/fsbench.yaml"
     resources:

@@ -1,3 +1,4 @@
+import re
 import sys
 from pathlib import Path
 
@@ -7,7 +8,7 @@ from fsbench import config as campaign_config
 from fsbench.config import ALL_HOSTS, LOCAL
 from fsbench.devices import lock_campaign, release
 from fsbench.guards import lock_device
-from fsbench.hosts import array_dir, workdirs_here
+from fsbench.hosts import array_dir, one_host_at_a_time, workdirs_here
 from fsbench.plan import WILDCARDS, Plan, forget_device_state
 from fsbench.records import read_json
 
@@ -103,6 +104,50 @@ if CAMPAIGN["hosts"]:
     }
 else:
     DEVICE_RESOURCES = {"slurm_extra": "--exclusive"} if CAMPAIGN["exclusive"] else {}
+
+
+# On a cluster every device step of one array on one host is in one group: Snakemake submits the group as one
+# Slurm job, and a Snakemake inside it runs the steps there in a local run's order (storage_io below). Ignored
+# in a local run. A profile may group otherwise with --groups (README, "Running on a cluster").
+DEVICE_GROUP = "fsbench-{host}-{array}"
+# An adaptive campaign's release waits for the decisions taken between rounds (decide, repeats_done, run where
+# Snakemake runs): a group job cannot wait for jobs outside it that wait for it, so there it is a job of its own.
+RELEASE_GROUP = f"{DEVICE_GROUP}-release" if PLAN.adaptive else DEVICE_GROUP
+
+
+def host_io(host):
+    """The resource that lets one job (or group job) at a time touch `host`'s storage."""
+    return "io_" + re.sub(r"\W", "_", host)
+
+
+def on_host(host):
+    return lambda wildcards: int(wildcards.host in (host, ALL_HOSTS))
+
+
+# Who may touch storage at once. storage_io: one device step at a time within a job: scoped local, so that on a
+# cluster each submitted job counts its own (a group job's steps one after another) and in a local run the run
+# does. Between Slurm jobs, io_<host>: one job at a time per host (an all-hosts step takes every host's), and
+# shared_io: one host at a time where the hosts share what they measure (a path array, or hosts_parallel: false).
+# Hosts with their own loop, device or mdadm arrays measure at once.
+SHARED = [a for a in CAMPAIGN["arrays"] if one_host_at_a_time(CAMPAIGN, a)]
+DEVICE_RESOURCES |= {
+    host_io(h): 1 if len(HOSTS) == 1 else on_host(h) for h in CAMPAIGN["hosts"]
+}
+DEVICE_RESOURCES["shared_io"] = (
+    int(bool(SHARED))
+    if len(SHARED) in (0, len(CAMPAIGN["arrays"]))
+    else lambda wildcards: int(wildcards.array in SHARED)
+)
+
+
+# Each limit is 1 unless given (--resources): also inside a group job, where Snakemake passes on no --resources.
+for name in ["storage_io", "shared_io"] + [host_io(h) for h in CAMPAIGN["hosts"]]:
+    if name not in workflow.global_resources:
+        workflow.register_resource(name, 1)
+
+
+resource_scopes:
+    storage_io="local",
 
 
 def stream_threads(wildcards):

@@ -16,6 +16,8 @@ rule mkfs:
     wildcard_constraints:
         target="|".join(CAMPAIGN["filesystems"]) or "(?!)",
     priority: cell_priority
+    group:
+        DEVICE_GROUP
     conda:
         "../envs/fsbench.yaml"
     resources:
@@ -37,6 +39,8 @@ rule mount:
     log:
         step_log("mount"),
     priority: cell_priority
+    group:
+        DEVICE_GROUP
     conda:
         "../envs/fsbench.yaml"
     resources:

@@ -13,6 +13,8 @@ rule write:
     log:
         step_log("write"),
     priority: cell_priority
+    group:
+        DEVICE_GROUP
     conda:
         "../envs/fsbench.yaml"
     threads: THREADS
@@ -36,6 +38,8 @@ rule read:
     log:
         step_log("read"),
     priority: cell_priority
+    group:
+        DEVICE_GROUP
     conda:
         "../envs/fsbench.yaml"
     threads: THREADS
@@ -60,6 +64,8 @@ rule metadata:
     log:
         step_log("metadata"),
     priority: cell_priority
+    group:
+        DEVICE_GROUP
     conda:
         "../envs/fsbench.yaml"
     threads: THREADS

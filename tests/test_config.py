@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from fsbench.config import ConfigError, all_targets, cells, repeat_plan, targets, validate
-from fsbench.hosts import short_hostname, workdirs_here
+from fsbench.hosts import one_host_at_a_time, short_hostname, workdirs_here
 
 from conftest import REPO
 
@@ -146,6 +146,7 @@ CASES = [
     ),
     ("hosts", ["node 1"], "'hosts[0]': value 'node 1' is not allowed; allowed: a host name"),
     ("exclusive", "yes", "'exclusive': value 'yes' is not allowed; allowed: true: on Slurm"),
+    ("hosts_parallel", "no", "'hosts_parallel': value 'no' is not allowed; allowed: true: hosts measure"),
     ("io.engine", "fo", "'io.engine': value 'fo'"),
     ("io.cache", "maybe", "'io.cache': value 'maybe'"),
     ("io.data", "ones", "'io.data': value 'ones'"),
@@ -278,6 +279,15 @@ def test_release_looks_only_at_this_hosts_folders(tmp_path):
     assert [d.name for d in workdirs_here(c)] == [f"p.{here}", f"p.all-{here}", "p.all"]
     assert {d.parent for d in workdirs_here(c)} == {Path(c["scratch"]) / c["campaign"]}
     assert [d.name for d in workdirs_here(validate(GOOD))] == ["demo", f"demo.all-{here}", "demo.all"]
+
+
+def test_hosts_wait_for_each_other_on_a_shared_path_or_when_told(tmp_path):
+    arrays = {"demo": {"kind": "loop"}, "p": {"kind": "path", "path": str(tmp_path)}}
+    c = validate(GOOD | {"hosts": ["n1", "n2"], "arrays": arrays})
+    assert c["hosts_parallel"] is True
+    assert not one_host_at_a_time(c, "demo") and one_host_at_a_time(c, "p")
+    c = validate(GOOD | {"hosts": ["n1", "n2"], "arrays": arrays, "hosts_parallel": False})
+    assert one_host_at_a_time(c, "demo") and one_host_at_a_time(c, "p")
 
 
 def test_compare_to_must_name_an_earlier_campaign(tmp_path):

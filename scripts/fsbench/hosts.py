@@ -40,3 +40,10 @@ def check_host(host: str) -> None:
             f"this cell is for host '{host}' but runs on '{here}': with hosts in the campaign, run it "
             "through Slurm (--profile profiles/slurm) so that each host's cells land on that node"
         )
+
+
+def one_host_at_a_time(config: dict, array: str) -> bool:
+    """Whether a host's steps on `array` must wait while another host measures: a `path` array is one
+    filesystem all hosts share, and `hosts_parallel: false` says the hosts' own arrays share something too
+    (one SAN). Loop, device and mdadm arrays are the host's own otherwise."""
+    return not config["hosts_parallel"] or config["arrays"][array]["kind"] == "path"
