@@ -56,3 +56,4 @@ onsuccess:
 
 onerror:
     release_all()
+    release_on_nodes()

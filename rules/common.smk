@@ -1,6 +1,10 @@
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
@@ -8,7 +12,13 @@ from fsbench import config as campaign_config
 from fsbench.config import ALL_HOSTS, LOCAL
 from fsbench.devices import lock_campaign, release
 from fsbench.guards import lock_device
-from fsbench.hosts import array_dir, one_host_at_a_time, workdirs_here
+from fsbench.hosts import (
+    array_dir,
+    one_host_at_a_time,
+    release_on,
+    short_hostname,
+    workdirs_here,
+)
 from fsbench.plan import WILDCARDS, Plan, forget_device_state
 from fsbench.records import read_json
 
@@ -115,9 +125,12 @@ DEVICE_GROUP = "fsbench-{host}-{array}"
 RELEASE_GROUP = f"{DEVICE_GROUP}-release" if PLAN.adaptive else DEVICE_GROUP
 
 
+NOT_IN_NAME = re.compile(r"\W")
+
+
 def host_io(host):
     """The resource that lets one job (or group job) at a time touch `host`'s storage."""
-    return "io_" + re.sub(r"\W", "_", host)
+    return f"io_{NOT_IN_NAME.sub('_', host)}"
 
 
 def on_host(host):
@@ -263,6 +276,29 @@ def release_all():
     for folder in workdirs_here(CAMPAIGN):
         release(folder)
     forget_device_state(RESULTS)
+
+
+def release_on_nodes():
+    """On a cluster, after a failed run: release the campaign on every other host too, each through Slurm, for
+    what a failed or cancelled job left there (its release step never ran)."""
+    if not (workflow.non_local_exec and CAMPAIGN["hosts"]):
+        return
+    campaign_file = Path(".snakemake", f"fsbench-{NAME}.yaml")
+    campaign_file.parent.mkdir(exist_ok=True)
+    campaign_file.write_text(yaml.safe_dump(dict(config)))
+    scripts = {"PYTHONPATH": str(Path(workflow.basedir) / "scripts")}
+    for host in CAMPAIGN["hosts"]:
+        if host != short_hostname():
+            argv = release_on(host, campaign_file, sys.executable)
+            env = os.environ | scripts
+            try:
+                done = subprocess.run(
+                    argv, capture_output=True, text=True, env=env, timeout=300
+                )
+                said = (done.stdout + done.stderr).strip() or f"exit {done.returncode}"
+            except (OSError, subprocess.TimeoutExpired) as e:
+                said = str(e)
+            print(f"fsbench: release on {host}: {said}", file=sys.stderr)
 
 
 def records_upto(cell, k):

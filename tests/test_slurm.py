@@ -74,11 +74,12 @@ def test_campaign_through_slurm_matches_a_local_run(slurm, campaign, tmp_path):
     assert loop[cell].sort_values(cell).values.tolist() == local[cell].sort_values(cell).values.tolist()
     assert len(loop) == 4 and (loop.host == node).all()
     assert (workdir / f"results/{name}/runs/{node}/demo/ext4/seq-1MiB-buffered-1s/rep1/read.json").exists()
-    # Slurm's job log: a job per step, all completed on the node, each with the whole node (exclusive: every
-    # CPU, though a job asks for one). The loop array: prepare_array; raw: write, read; ext4: mkfs, mount,
-    # write, read; release. The path array: prepare_array for the host and for all hosts; the host's write,
-    # read; the all-hosts write, read; release.
-    assert len(jobs) == 8 + 7 and all("JobState=COMPLETED" in j and f"NodeList={node} " in j for j in jobs), jobs
+    # Slurm's job log: a group job per array and host, all completed on the node, each with the whole node
+    # (exclusive: every CPU, though a job asks for one): the loop array's steps (prepare_array; raw: write,
+    # read; ext4: mkfs, mount, write, read; release), the path array's for the host, and those for all hosts.
+    assert len(jobs) == 3 and all("JobState=COMPLETED" in j and f"NodeList={node} " in j for j in jobs), jobs
+    groups = [d.name.split("_")[1] for d in (workdir / ".snakemake" / "slurm_logs").iterdir()]
+    assert sorted(groups) == sorted([f"fsbench-{node}-demo", f"fsbench-{node}-p", "fsbench-all-p"]), groups
     cpus = os.cpu_count()
     assert all(f"ProcCnt={cpus} " in j for j in jobs), jobs
     sinfo = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=os.environ | env)

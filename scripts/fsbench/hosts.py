@@ -47,3 +47,11 @@ def one_host_at_a_time(config: dict, array: str) -> bool:
     filesystem all hosts share, and `hosts_parallel: false` says the hosts' own arrays share something too
     (one SAN). Loop, device and mdadm arrays are the host's own otherwise."""
     return not config["hosts_parallel"] or config["arrays"][array]["kind"] == "path"
+
+
+def release_on(host: str, campaign_file, python: str) -> list[str]:
+    """The command that releases a campaign on `host` through Slurm (`python -m fsbench release` there), for what a
+    failed or cancelled job left on it. It waits at most 60 s for the node: a node Slurm cannot give is left to the
+    next run, which finds, reuses and then releases what is there."""
+    pin = [f"--nodelist={host}", "--nodes=1", "--ntasks=1", "--immediate=60", "--time=5", "--job-name=fsbench-release"]
+    return ["srun", *pin, python, "-m", "fsbench", "release", str(campaign_file)]
