@@ -9,7 +9,7 @@ rule prepare_array:
         f"{RESULTS}/logs/prepare_array/{{host}}/{{array}}.log",
     priority: PLAN.top_priority
     group:
-        DEVICE_GROUP
+        JOB_GROUP
     conda:
         "../envs/fsbench.yaml"
     resources:

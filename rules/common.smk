@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from snakemake_interface_executor_plugins.settings import ExecMode
 
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
@@ -116,13 +117,21 @@ else:
     DEVICE_RESOURCES = {"slurm_extra": "--exclusive"} if CAMPAIGN["exclusive"] else {}
 
 
-# On a cluster every device step of one array on one host is in one group: Snakemake submits the group as one
-# Slurm job, and a Snakemake inside it runs the steps there in a local run's order (storage_io below). Ignored
-# in a local run. A profile may group otherwise with --groups (README, "Running on a cluster").
-DEVICE_GROUP = "fsbench-{host}-{array}"
-# An adaptive campaign's release waits for the decisions taken between rounds (decide, repeats_done, run where
-# Snakemake runs): a group job cannot wait for jobs outside it that wait for it, so there it is a job of its own.
-RELEASE_GROUP = f"{DEVICE_GROUP}-release" if PLAN.adaptive else DEVICE_GROUP
+# On a cluster, profiles/slurm groups the device steps (--groups): each group is one Slurm job, and the Snakemake
+# that job starts is given the group's steps. Snakemake passes it neither --groups nor --group-components, so
+# the steps are grouped again here, all in one group, or that Snakemake would start one more for each cell.
+# Nowhere else: a local run ignores groups, and a dry run's checks of a group grow with the square of its steps.
+IN_GROUP_JOB = (
+    workflow.exec_mode == ExecMode.REMOTE
+    and workflow.group_settings.local_groupid != "local"
+)
+JOB_GROUP = "fsbench-job" if IN_GROUP_JOB else None
+if IN_GROUP_JOB:
+    workflow.group_settings.group_components = {JOB_GROUP: sys.maxsize}
+# The release joins its array's group where the profile makes one (fsbench-{host}-{array}), except with adaptive
+# repeats: it waits there for the decisions taken where Snakemake runs (decide, repeats_done), and a group job
+# cannot wait for jobs that wait for it. Alone in its group, it costs a dry run nothing.
+RELEASE_GROUP = JOB_GROUP or (None if PLAN.adaptive else "fsbench-{host}-{array}")
 
 
 NOT_IN_NAME = re.compile(r"\W")

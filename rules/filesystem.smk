@@ -17,7 +17,7 @@ rule mkfs:
         target="|".join(CAMPAIGN["filesystems"]) or "(?!)",
     priority: cell_priority
     group:
-        DEVICE_GROUP
+        JOB_GROUP
     conda:
         "../envs/fsbench.yaml"
     resources:
@@ -40,7 +40,7 @@ rule mount:
         step_log("mount"),
     priority: cell_priority
     group:
-        DEVICE_GROUP
+        JOB_GROUP
     conda:
         "../envs/fsbench.yaml"
     resources:

@@ -14,7 +14,7 @@ rule write:
         step_log("write"),
     priority: cell_priority
     group:
-        DEVICE_GROUP
+        JOB_GROUP
     conda:
         "../envs/fsbench.yaml"
     threads: THREADS
@@ -39,7 +39,7 @@ rule read:
         step_log("read"),
     priority: cell_priority
     group:
-        DEVICE_GROUP
+        JOB_GROUP
     conda:
         "../envs/fsbench.yaml"
     threads: THREADS
@@ -65,7 +65,7 @@ rule metadata:
         step_log("metadata"),
     priority: cell_priority
     group:
-        DEVICE_GROUP
+        JOB_GROUP
     conda:
         "../envs/fsbench.yaml"
     threads: THREADS

@@ -3,6 +3,7 @@ results of the same shape as a local run, and every device step went through Slu
 
 import json
 import os
+import re
 import socket
 import subprocess
 import uuid
@@ -78,7 +79,8 @@ def test_campaign_through_slurm_matches_a_local_run(slurm, campaign, tmp_path):
     # (exclusive: every CPU, though a job asks for one): the loop array's steps (prepare_array; raw: write,
     # read; ext4: mkfs, mount, write, read; release), the path array's for the host, and those for all hosts.
     assert len(jobs) == 3 and all("JobState=COMPLETED" in j and f"NodeList={node} " in j for j in jobs), jobs
-    groups = [d.name.split("_")[1] for d in (workdir / ".snakemake" / "slurm_logs").iterdir()]
+    (log,) = (workdir / ".snakemake" / "log").glob("*.snakemake.log")
+    groups = re.findall(r"Group job (\S+) \(jobs in", log.read_text())
     assert sorted(groups) == sorted([f"fsbench-{node}-demo", f"fsbench-{node}-p", "fsbench-all-p"]), groups
     cpus = os.cpu_count()
     assert all(f"ProcCnt={cpus} " in j for j in jobs), jobs

@@ -174,3 +174,23 @@ def test_a_cancelled_or_killed_group_job_is_released_and_the_same_command_finish
     assert "Nothing to be done" not in done.stdout + done.stderr
     for host, s in spans(results).items():
         assert not overlapping(s), (host, overlapping(s))
+
+
+def test_adaptive_repeats_through_slurm_round_by_round(slurm2, tmp_path):
+    """The decisions between rounds (a checkpoint) run where Snakemake runs: the first rounds are one group job,
+    each cell's next repeat comes in a later one, and the release is a job of its own."""
+    base, env = slurm2
+    repeats = {"min": 2, "max": 3, "target_ci": 0.000001}  # no cell gets this close: every one takes 3
+    with private_scratch() as scratch:
+        config = two_hosts(scratch, "rounds", hosts=[HERE])
+        config["io"] = {"size": "32MiB", "block_sizes": ["1MiB"], "repeats": repeats}
+        run_campaign(tmp_path, config, *SLURM_PROFILE, env=env)
+        assert not held(scratch)
+    df = pd.read_csv(tmp_path / "results/rounds/measurements.csv")
+    assert len(df) == 2 * 2 * 3 and not df.duplicated(["target", "op", "rep"]).any()
+    (steps,) = spans(tmp_path / "results/rounds").values()
+    assert not overlapping(steps)
+    jobs = slurm_jobs(base, tmp_path)
+    # reps 1 and 2 with prepare_array; rep 3 of the two cells (together, or one job each as their decisions
+    # come); the release
+    assert 3 <= len(jobs) <= 4 and all("JobState=COMPLETED" in j for j in jobs), jobs
