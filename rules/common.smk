@@ -118,20 +118,37 @@ else:
 
 
 # On a cluster, profiles/slurm groups the device steps (--groups): each group is one Slurm job, and the Snakemake
-# that job starts is given the group's steps. Snakemake passes it neither --groups nor --group-components, so
-# the steps are grouped again here, all in one group, or that Snakemake would start one more for each cell.
-# Nowhere else: a local run ignores groups, and a dry run's checks of a group grow with the square of its steps.
-IN_GROUP_JOB = (
-    workflow.exec_mode == ExecMode.REMOTE
-    and workflow.group_settings.local_groupid != "local"
-)
-JOB_GROUP = "fsbench-job" if IN_GROUP_JOB else None
-if IN_GROUP_JOB:
-    workflow.group_settings.group_components = {JOB_GROUP: sys.maxsize}
-# The release joins its array's group where the profile makes one (fsbench-{host}-{array}), except with adaptive
-# repeats: it waits there for the decisions taken where Snakemake runs (decide, repeats_done), and a group job
-# cannot wait for jobs that wait for it. Alone in its group, it costs a dry run nothing.
-RELEASE_GROUP = JOB_GROUP or (None if PLAN.adaptive else "fsbench-{host}-{array}")
+# that job starts (--mode remote) is given the group's steps. Snakemake passes it neither --groups nor
+# --group-components, so there the steps are grouped again, all in one group, or it would start one more
+# Snakemake for each cell. Nowhere else: a local run ignores groups, and a dry run's checks of a group grow with
+# the square of its steps. Snakemake sets its group settings after reading the workflow: they are read and set
+# when the first job asks for its group.
+IN_JOB = workflow.exec_mode == ExecMode.REMOTE
+
+
+def all_in_one_group(wildcards):
+    workflow.group_settings.group_components = {"fsbench-job": sys.maxsize}
+    return "fsbench-job"
+
+
+def release_group(wildcards):
+    """The release joins its array's group where the profile groups steps per host and array; with adaptive
+    repeats it is a job of its own: it waits for the decisions taken where Snakemake runs (decide,
+    repeats_done), and a group job cannot wait for jobs that wait for it."""
+    steps = workflow.group_settings.overwrite_groups.get("write")
+    if steps is None or PLAN.adaptive:
+        return None
+    try:
+        return steps.format(host=wildcards.host, array=wildcards.array)
+    except (
+        KeyError,
+        IndexError,
+    ):  # grouped per round or cell: the release is a job of its own
+        return None
+
+
+JOB_GROUP = all_in_one_group if IN_JOB else None
+RELEASE_GROUP = all_in_one_group if IN_JOB else release_group
 
 
 NOT_IN_NAME = re.compile(r"\W")
