@@ -45,7 +45,7 @@ bench-dag: setup
 # The issue-22 campaign (raw + ext4 + xfs, 1 MiB, 2 repeats, 128 MiB) locally and through a real local Slurm
 # (tools/slurm_local.py: one node, then two), side by side in ROUNDS rounds (default 2): wall time, Slurm jobs,
 # seconds measuring, ratio to local; and the Snakemake start inside a group job for 10 and 2,000 cells (root,
-# ~15 min). One local Slurm at a time on a machine: it waits for /tmp/fsbench-slurm.lock. Prints the table and
+# ~20 min). One local Slurm at a time on a machine: it waits for /tmp/fsbench-slurm.lock. Prints the table and
 # keeps it in docs/bench-cluster.md.
 bench-cluster: setup
 	flock /tmp/fsbench-slurm.lock .venv/bin/python benchmarks/cluster.py

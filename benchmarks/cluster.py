@@ -47,7 +47,7 @@ from fsbench.config import MetaCell, cells, validate  # noqa: E402
 SNAKEMAKE = str(REPO / ".venv/bin/snakemake")
 SLURM = ["--profile", str(REPO / "profiles" / "slurm")]
 ROUNDS = int(os.environ.get("ROUNDS", "2"))
-LIMIT = 900  # seconds: a start that takes longer is reported as more than this
+LIMIT = 300  # seconds: a start that takes longer is reported as more than this
 HERE, OTHER = socket.gethostname(), "fsbench-n2"
 SCRATCH = Path("/var/tmp/fsbench-bench-cluster")
 GOAL_JOBS, GOAL_RATIO, GOAL_PLUS = 5, 1.5, 60
