@@ -171,7 +171,9 @@ from fsbench.job import Job, Stream  # noqa: E402
 from fsbench.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
 
 # What job.aggregate gives for a measurement, and the keys every stream of it has (engines add their own).
-FIGURE_KEYS = {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops", *LATENCY_COLUMNS}
+# recorded_series: what completed when (timeseries.raw; {} for dd).
+FIGURE_KEYS = {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops", "recorded_series"}
+FIGURE_KEYS |= set(LATENCY_COLUMNS)
 STREAM_KEYS = {"path", "offset", "bytes", "start", "end", "end_durable"}
 
 

@@ -156,6 +156,13 @@ def _check_semantics(config: dict) -> None:
             )
     if "runtime" in io:
         _check_runtime(io)
+    if "log_interval" in io:
+        try:
+            io["log_interval"] = parse_duration(io["log_interval"])
+        except ValueError:
+            raise _fail("io.log_interval", io["log_interval"], DURATION_ALLOWED) from None
+    if "steady" in io and "runtime" not in io:
+        raise _fail("io.steady", io["steady"], "a steady-state test with io.runtime only (a time-based run)")
     if io["engine"] == "dd" and set(io["patterns"]) != {"seq"}:
         allowed = "seq only with io.engine dd (dd cannot seek at random nor mix reads and writes; use python or fio)"
         raise _fail("io.patterns", io["patterns"], allowed)

@@ -12,7 +12,7 @@ from array import array
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
-from . import loops
+from . import loops, timeseries
 from .job import NEVER, PROGRESS_SECONDS, Job, Stream, aggregate, offsets, progress
 from .latency import Histogram
 from .loops import IO, run
@@ -98,6 +98,7 @@ def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, r
     buf, read_at, write_at = _buffers(job, depth if reading else 0, depth * turns)
     order = array("q", where)
     hist = [Histogram(), Histogram()]  # writes, reads
+    bins = loops.Series()
     io = IO(
         offsets=order.buffer_info()[0] if where else None,
         read_buffers=read_at,
@@ -114,6 +115,7 @@ def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, r
         repeat=op == "mixed" and bool(job.runtime),
     )
     io.counts[0], io.counts[1] = (h.counts.buffer_info()[0] for h in hist)
+    bins.attach(io)
     which = ctypes.create_string_buffer(reads, len(reads)) if reads is not None else None
     io.reads = ctypes.addressof(which) if which is not None else None
     try:
@@ -148,7 +150,9 @@ def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, r
             h.count, h.total_ns, h.max_ns = out.ops[k], out.total_ns[k], out.longest_ns[k]
             stopped = _stopped(job, h.count, len(where)) if op == "write" else {}
             durable = end_durable if name == "write" else end
-            results[name] = _stream_result(s, out.moved[k], start, end, durable, h, **more, **stopped)
+            step, nbytes, ops = bins.of(out, k)
+            series = timeseries.raw(start, step, nbytes, ops, "python loop")
+            results[name] = _stream_result(s, out.moved[k], start, end, durable, h, series=series, **more, **stopped)
     return results
 
 

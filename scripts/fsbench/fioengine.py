@@ -4,16 +4,21 @@ Figures per stream, from fio's JSON: the dd-style `seconds` is the time spent in
 calls, write.lat_ns.mean x write.total_ios (with the synchronous psync engine one call is one I/O, and
 lat_ns has ns resolution where runtime has whole ms); the durable `seconds_durable` of a write is
 write.runtime, which with end_fsync=1 includes the flush at the end. Reads use the lat_ns sum for both.
+The time series comes from fio's own per-interval logs (write_bw_log and write_iops_log, averaged over
+LOG_MSEC windows): each window's KiB/s and IOPS times its length, spread evenly over it.
 The caller drops caches and measures what stayed cached; invalidate=0 keeps fio from changing that.
 """
 
 import json
+import math
 import os
 import shlex
 import subprocess
 import tempfile
 import time
+from pathlib import Path
 
+from fsbench import timeseries
 from fsbench.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
 from fsbench.latency import Histogram
 from fsbench.system import ToolError
@@ -25,9 +30,15 @@ def _escape(path: str) -> str:
     return path.replace(":", "\\:")  # fio splits filename= on ':' (several files per job) unless escaped
 
 
-def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
+# fio's bandwidth and IOPS logs average over windows of this many ms (its values are whole KiB/s and IOPS, so a
+# window's bytes are known to ~1 KiB/s × its length; over a run they sum to within ~1 % of io_bytes).
+LOG_MSEC = 10
+
+
+def job_file(job: Job, op: str, rwmix_read: int | None = None, logs: str | None = None) -> str:
     """The fio job file (ini text) that moves job.size bytes per stream, all streams at once; op `mixed`: reads
-    and writes (rw / randrw) with rwmix_read percent of the operations reads."""
+    and writes (rw / randrw) with rwmix_read percent of the operations reads. `logs`: a folder where each stream
+    keeps its bandwidth and IOPS logs (stream<i>_bw.*.log, stream<i>_iops.*.log)."""
     if op not in ("write", "read", "mixed"):
         raise ValueError(f"fio engine: op must be write, read or mixed, not {op!r}")
     if (op == "mixed") != (rwmix_read is not None):
@@ -69,9 +80,13 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
         "refill_buffers=1" if job.data == "random" else "zero_buffers=1",
         "thread",
         "group_reporting=0",  # one result per stream
+        *([f"log_avg_msec={LOG_MSEC}"] if logs else []),
     ]
     for i, stream in enumerate(job.streams):
         lines += ["", f"[stream{i}]", f"filename={_escape(stream.path)}"]
+        if logs:
+            prefix = _escape(str(Path(logs) / f"stream{i}"))
+            lines += [f"write_bw_log={prefix}", f"write_iops_log={prefix}"]
         if job.slots > 1:
             # From the stream's first block to the end of the shared file, of which it moves job.size bytes.
             start = stream.offset + stream.slot * job.block_size
@@ -85,8 +100,9 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
 
 def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict:
     """Run fio on the job; its figure for `op`, or for a mix {"read": figure, "write": figure}."""
-    text = job_file(job, op, rwmix_read)
     total = sum(job.blocks(i) for i in range(len(job.streams))) * job.block_size
+    logs = tempfile.mkdtemp(prefix="fsbench-fio-logs-")
+    text = job_file(job, op, rwmix_read, logs)
     fd, path = tempfile.mkstemp(prefix="fsbench-", suffix=".fio")
     try:
         with os.fdopen(fd, "w") as f:
@@ -108,8 +124,12 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
                 proc.wait()
                 raise
             wall = time.perf_counter() - t0
+        series = {i: _series(logs, i, launched) for i in range(len(job.streams))}
     finally:
         os.unlink(path)
+        for f in Path(logs).iterdir():
+            f.unlink()
+        os.rmdir(logs)
     command = f"{shlex.join(argv)}\n{text}"
     said = " | ".join((stderr.strip() or "no message").splitlines()[-5:])
     try:
@@ -162,6 +182,7 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
                     "fio_wall_seconds": wall,
                     "ops": io["total_ios"],
                     "latency": _latency(io["clat_ns"]).as_record(),
+                    "series": _scaled(series[i].get(section), io["io_bytes"], io["total_ios"]),
                     **stopped,
                 }
             )
@@ -174,6 +195,57 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
         result["seconds_durable"] = max(s["seconds_durable"] for s in found)
         figures[section] = result
     return figures if op == "mixed" else figures[op]
+
+
+def _log(path: Path) -> dict[str, list[tuple[int, int]]]:
+    """A fio log: per direction (read, write), its (time ms, value) entries."""
+    found = {"read": [], "write": []}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        fields = line.split(",")
+        if len(fields) >= 3 and fields[2].strip() in ("0", "1"):
+            found[("read", "write")[int(fields[2])]].append((int(fields[0]), int(fields[1])))
+    return found
+
+
+def _series(logs: str, i: int, start: float) -> dict[str, dict]:
+    """Stream i's time series per direction (timeseries.raw, LOG_MSEC bins from fio's job start, taken to be
+    the launch: fio's start-up shifts it by a fraction of a second) from its bandwidth and IOPS logs. Each
+    entry is the average over the window since the previous one (the first: since the job started), so its
+    bytes (KiB/s × window) and operations are spread evenly over that window."""
+    found = {}
+    bw, iops = (_log(next(Path(logs).glob(f"stream{i}_{kind}.*.log"), Path(logs) / "none")) for kind in ("bw", "iops"))
+    for ddir in ("read", "write"):
+        if not bw[ddir]:
+            continue
+        size = math.ceil(max(t for t, _ in bw[ddir]) / LOG_MSEC)
+        nbytes, ops = [0.0] * size, [0.0] * size
+        for entries, unit, into in ((bw[ddir], 1024, nbytes), (iops[ddir], 1, ops)):
+            begin = 0
+            for t, value in entries:
+                amount = value * unit * (t - begin) / 1000
+                for k in range(begin // LOG_MSEC, math.ceil(t / LOG_MSEC)):
+                    overlap = min(t, (k + 1) * LOG_MSEC) - max(begin, k * LOG_MSEC)
+                    if overlap > 0 and t > begin:
+                        into[k] += amount * overlap / (t - begin)
+                begin = t
+        found[ddir] = timeseries.raw(start, LOG_MSEC / 1000, nbytes, ops, "fio bw/iops logs")
+    return found
+
+
+def _scaled(series: dict | None, nbytes: int, ops: int) -> dict | None:
+    """The logged series scaled to fio's own totals: its entries are whole KiB/s and IOPS over windows timed in
+    whole ms, which sum to a few % off io_bytes and total_ios; the shape over time is what they tell."""
+    if not series:
+        return None
+    out = dict(series)
+    for key, total in (("bytes", nbytes), ("ops", ops)):
+        have, running, whole = sum(series[key]), 0.0, []
+        for v in series[key]:  # whole numbers that add up to the total: the running sum, rounded
+            before = round(running)
+            running += v * total / have if have else 0.0
+            whole.append(round(running) - before)
+        out[key] = whole
+    return out
 
 
 def _async_engine() -> str:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from . import timeseries
 from .latency import Histogram
 
 PROGRESS_SECONDS = 10.0
@@ -68,9 +69,12 @@ def aggregate(streams: list[dict], command: str) -> dict:
 
     Each stream dict has bytes and the wall-clock (epoch seconds) start, end and end_durable; `ops` (the
     I/O calls it made) where the engine counts them, and `latency` (a latency.Histogram record) where it
-    times each one: merged over the streams into the latency columns.
+    times each one: merged over the streams into the latency columns. Each stream's `series` (what completed
+    when, timeseries.raw), where the engine records one, is taken out of it and summed over the streams into
+    `recorded_series`.
     """
     start = min(s["start"] for s in streams)
+    recorded = timeseries.combine([s.pop("series", None) for s in streams])
     merged = Histogram()
     for s in streams:
         if "latency" in s:
@@ -84,6 +88,7 @@ def aggregate(streams: list[dict], command: str) -> dict:
         **merged.summary(),
         "command": command,
         "streams": streams,
+        "recorded_series": recorded,
     }
 
 

@@ -10,7 +10,11 @@
    Latency: one clock read (CLOCK_MONOTONIC, as Python's perf_counter_ns) per call at depth 1, whose value
    ends this call's latency and starts the next one's; per reaped batch with io_uring, a latency running
    from the clock read of the batch that queued the I/O to the one after the wait that reaped it. Buckets
-   as latency.bucket() (fsbench.loops checks SUB_BITS agrees; tests compare the two). */
+   as latency.bucket() (fsbench.loops checks SUB_BITS agrees; tests compare the two).
+
+   Time series: bytes and operations completed per bin of series_ns, counted at the clock read that ends each
+   call's latency (no extra clock read, one comparison per call while within a bin). When the bins run out,
+   every ten are summed into one and the bin grows tenfold, so any run fits in series_len bins. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/io_uring.h>
@@ -32,6 +36,9 @@ struct fsb_io {
     char *write_buffers;    /* lane l writes offset o from block l + depth * (o / block_size % write_turns) */
     uint64_t *counts[2];    /* latency histograms (latency.Histogram.counts): [0] writes, [1] reads */
     volatile int64_t *done; /* bytes moved so far, for the progress reporter */
+    int64_t *series[2][2];  /* [kind][0] bytes, [kind][1] operations completed per bin (kind 0 writes, 1 reads) */
+    int64_t series_len;     /* bins in each (a multiple of 10); 0: no series */
+    int64_t series_ns;      /* the first bin's width */
     int64_t count;          /* operations in one pass */
     int64_t block_size;
     int64_t write_turns;
@@ -60,7 +67,49 @@ struct fsb_out {
     int32_t error;         /* errno of the failing call (0: none; EIO for a short transfer when strict) */
     int32_t error_read;    /* the failing operation was a read */
     int32_t enter_failed;  /* io_uring_enter itself failed: I/O may still be in flight */
+    int64_t series_ns;     /* the bins' final width (series_ns × 10^k) */
+    int64_t series_used;   /* bins up to the last one holding anything */
 };
+
+/* Where the series is: its start, the current bin and where that bin ends. */
+struct tally {
+    int64_t t0, bin, edge;
+};
+
+/* Sum every ten bins into one, ten times as wide. */
+static void fold(const struct fsb_io *io, struct fsb_out *o) {
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 2; k++) {
+            int64_t *v = io->series[r][k];
+            for (int64_t i = 0; i < io->series_len / 10; i++) {
+                int64_t sum = 0;
+                for (int j = 0; j < 10; j++)
+                    sum += v[10 * i + j];
+                v[i] = sum;
+            }
+            memset(v + io->series_len / 10, 0, (io->series_len - io->series_len / 10) * sizeof *v);
+        }
+    o->series_ns *= 10;
+    o->series_used = (o->series_used + 9) / 10;
+}
+
+static inline void tally(const struct fsb_io *io, struct fsb_out *o, struct tally *t, int r, int64_t now,
+                         int64_t got) {
+    if (!io->series_len)
+        return;
+    if (now > t->edge) { /* bin i holds what ended in (t0 + i step, t0 + (i + 1) step] */
+        t->bin = (now - t->t0 - 1) / o->series_ns;
+        while (t->bin >= io->series_len) {
+            fold(io, o);
+            t->bin = (now - t->t0 - 1) / o->series_ns;
+        }
+        t->edge = t->t0 + (t->bin + 1) * o->series_ns;
+        if (t->bin >= o->series_used)
+            o->series_used = t->bin + 1;
+    }
+    io->series[r][0][t->bin] += got;
+    io->series[r][1][t->bin]++;
+}
 
 static inline int64_t now_ns(const struct fsb_io *io, int64_t *stepped) {
     if (io->clock_step_ns)
@@ -100,6 +149,8 @@ static int fail(struct fsb_out *o, int err, int64_t off, int r) {
 
 static int sync_loop(const struct fsb_io *io, struct fsb_out *o) {
     int64_t bs = io->block_size, stepped = 0, last = now_ns(io, &stepped);
+    struct tally t = {last, 0, last + o->series_ns};
+    o->series_used = io->series_len ? 1 : 0;
     do {
         for (int64_t i = 0; i < io->count; i++) {
             int64_t off = io->offsets[i];
@@ -132,6 +183,7 @@ static int sync_loop(const struct fsb_io *io, struct fsb_out *o) {
             record(o, io, r, now - last);
             last = now;
             o->moved[r] += got;
+            tally(io, o, &t, r, now, got);
             *io->done += got;
             if (now >= io->deadline_ns)
                 return 0;
@@ -189,6 +241,8 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
         return fail(o, ENOMEM, 0, 0);
     uint32_t tail = *io->sq_tail, submitted = tail, head = *io->cq_head, cq_mask = *io->cq_mask;
     int64_t stepped = 0, now = now_ns(io, &stepped);
+    struct tally t = {now, 0, now + o->series_ns};
+    o->series_used = io->series_len ? 1 : 0;
     int open = n > 0; /* more operations may be queued */
     for (int64_t lane = 0; lane < io->depth && (io->repeat ? n > 0 : k < n); lane++, k++, in_flight++)
         queue(io, lanes, lane, k, now, &tail);
@@ -221,6 +275,7 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
             if (res) { /* a read past the end moves nothing: no operation (as at depth 1) */
                 record(o, io, r, now - lanes[lane].queued_at);
                 o->moved[r] += res;
+                tally(io, o, &t, r, now, res);
                 moved += res;
             }
             if (open && (io->repeat || k < n)) { /* the lane takes the next operation of the sequence */
@@ -238,6 +293,7 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
 int fsb_run(const struct fsb_io *io, struct fsb_out *o) {
     memset(o, 0, sizeof *o);
     o->short_result = -1;
+    o->series_ns = io->series_ns > 0 ? io->series_ns : 1;
     return io->depth > 1 ? ring_loop(io, o) : sync_loop(io, o);
 }
 

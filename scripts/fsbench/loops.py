@@ -1,7 +1,7 @@
 """The python engine's I/O loop (loops.c): built once with the system's C compiler, run through ctypes.
 
 run(io) moves a stream's blocks as `IO` says and returns `Out`: operations, bytes, latency sums per kind (the
-histograms it fills are latency.Histogram counters). The library is built on first use into _build/ beside
+histograms it fills are latency.Histogram counters), and the width of the time series' bins it filled (`Series`). The library is built on first use into _build/ beside
 this file, named by a hash of its source, so a changed loops.c is rebuilt and parallel builds (Snakemake jobs,
 Slurm nodes on a shared filesystem) each write their own file and rename it into place.
 """
@@ -34,6 +34,9 @@ class IO(ctypes.Structure):
         ("write_buffers", _p),
         ("counts", _p * 2),
         ("done", _p),
+        ("series", _p * 4),  # [kind][bytes, ops]: writes' bytes, writes' ops, reads' bytes, reads' ops
+        ("series_len", ctypes.c_int64),
+        ("series_ns", ctypes.c_int64),
         ("count", ctypes.c_int64),
         ("block_size", ctypes.c_int64),
         ("write_turns", ctypes.c_int64),
@@ -71,6 +74,8 @@ class Out(ctypes.Structure):
         ("error", ctypes.c_int32),
         ("error_read", ctypes.c_int32),
         ("enter_failed", ctypes.c_int32),
+        ("series_ns", ctypes.c_int64),
+        ("series_used", ctypes.c_int64),
     ]
 
 
@@ -111,6 +116,30 @@ def _library() -> ctypes.CDLL:
             raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
         _lib = lib
     return _lib
+
+
+# The time series: SERIES_BINS bins per kind, the first SERIES_NS wide (10x wider after each fold, in C): runs up to
+# SERIES_BINS ms are kept per ms, up to 10x longer per 10 ms, and so on; what a record keeps is binned coarser.
+SERIES_BINS = 2000
+SERIES_NS = 10**6
+
+
+class Series:
+    """The bins loops.c fills for one stream: bytes and operations completed per bin, writes and reads apart."""
+
+    def __init__(self, bins: int | None = None):
+        self.bins = bins or SERIES_BINS
+        self.values = [(ctypes.c_int64 * self.bins)() for _ in range(4)]
+
+    def attach(self, io: IO) -> None:
+        for i, v in enumerate(self.values):
+            io.series[i] = ctypes.addressof(v)
+        io.series_len, io.series_ns = self.bins, SERIES_NS
+
+    def of(self, out: Out, kind: int) -> tuple[float, list[int], list[int]]:
+        """Bin width (s), bytes and operations of kind 0 (writes) or 1 (reads), up to the last bin used."""
+        used = out.series_used
+        return out.series_ns / 1e9, list(self.values[2 * kind][:used]), list(self.values[2 * kind + 1][:used])
 
 
 def run(io: IO) -> Out:

@@ -12,7 +12,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from . import arrays, cache, devices, metadata, provenance, telemetry
+from . import arrays, cache, devices, metadata, provenance, telemetry, timeseries
 from .arrays import Target
 from .config import MIXED
 from .engines import run_engine, run_mixed
@@ -165,6 +165,35 @@ def _members(target: Target) -> list[str]:
     return list(target.array.members)
 
 
+def series_of(cell: dict, result: dict) -> dict:
+    """The measurement's time series (timeseries.series at the cell's io.log_interval, default 1 s), with what it
+    says about the figure (`judged`: the drop found, and the steady-state test where io.steady asks for one)."""
+    ts = timeseries.series(
+        result.get("recorded_series") or {}, result["seconds"], cell.get("log_interval", timeseries.LOG_INTERVAL)
+    )
+    if ts:
+        ts["judged"] = timeseries.judge(ts, cell.get("drop", timeseries.DROP_SHARE), _steady_check(cell))
+    return ts
+
+
+def _steady_check(cell: dict) -> dict | None:
+    """io.steady, for a time-based cell that asks for it."""
+    return cell.get("steady") if cell.get("runtime") else None
+
+
+def series_flags(cell: dict, ts: dict) -> list[str]:
+    """drop and not-steady, from the series' judgement."""
+    judged = ts.get("judged", {})
+    found = ["drop"] if judged.get("drop") else []
+    if "steady" in judged and not judged["steady"]["steady"]:
+        found.append("not-steady")
+    return found
+
+
+def _with_flags(flags: str, more: list[str]) -> str:
+    return ";".join([f for f in flags.split(";") if f] + more)
+
+
 def _row(cell: dict, op: str, result: dict) -> dict:
     row = {k: cell.get(k, "") for k in COLUMNS}
     row.update(
@@ -189,8 +218,11 @@ def _row(cell: dict, op: str, result: dict) -> dict:
 
 def measurement_record(cell: dict, op: str, result: dict, target: Target, **extra) -> dict:
     row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
+    ts = extra.pop("timeseries", None) or series_of(cell, result)
+    row["flags"] = _with_flags(row["flags"], series_flags(cell, ts))
     return {
         "row": row,
+        "timeseries": ts,
         "command": result["command"],
         "streams": result["streams"],
         "cell": cell,
@@ -306,19 +338,25 @@ def _measure_mix(job: Job, cell: dict, target: Target, how: str, cached: list) -
     with telemetry.measured("read", members) as reads, telemetry.measured("write", members) as writes:
         found = run_mixed(cell["engine"], job, cell["rwmix_read"])
     total = found["read"]["bytes"] + found["write"]["bytes"]
-    rows = []
+    rows, series = [], {}
     for op, seen in (("read", reads), ("write", writes)):
         result = (
             found[op] | {"cached_before": sum(cached) / len(cached)} | telemetry.columns(op, found[op]["bytes"], seen)
         )
         result["cpu_s_per_gb"] = seen["cpu_seconds"] / (total / 1e9) if total else float("nan")  # one run's CPU
         row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
-        row["flags"] = flags_for(row, row["bytes"])  # a mix moves its share of the cell's bytes each way
+        series[op] = series_of(cell, result)
+        # a mix moves its share of the cell's bytes each way
+        row["flags"] = _with_flags(flags_for(row, row["bytes"]), series_flags(cell, series[op]))
         rows.append(row)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
         os.unlink(path)
-    record = measurement_record(cell, "read", found["read"], target, cache_method=how, cached_before_per_stream=cached)
-    return record | {"row": rows[0], "rows": rows, "mix": {"rwmix_read": cell["rwmix_read"], "write": found["write"]}}
+    record = measurement_record(
+        cell, "read", found["read"], target, cache_method=how, cached_before_per_stream=cached, timeseries=series["read"]
+    )
+    write = {k: v for k, v in found["write"].items() if k != "recorded_series"}
+    mix = {"rwmix_read": cell["rwmix_read"], "write": write | {"timeseries": series["write"]}}
+    return record | {"row": rows[0], "rows": rows, "mix": mix}
 
 
 def _check_identity(stream: Stream, ident: dict) -> None:

@@ -99,6 +99,8 @@ class Plan:
             **({"rwmix_read": self.io["rwmix_read"]} if cell.pattern in MIXED else {}),
             # Time-based runs only (io.runtime, seconds): size-based cells keep the params they had.
             **({"runtime": self.io["runtime"]} if "runtime" in self.io else {}),
+            # The time series' interval and what judges it, likewise only where the campaign sets them.
+            **{key: self.io[key] for key in ("log_interval", "drop", "steady") if key in self.io},
             "rep": cell.rep,
             "test": test,
             "size": self.io["size"],

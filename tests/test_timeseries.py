@@ -1,0 +1,153 @@
+"""The time series of a measurement: what the engines record (the C loop's bins, fio's logs), the series a record
+keeps (io.log_interval, finer for short runs), and what it says: drop, not-steady, stonewall, stragglers."""
+
+import pytest
+
+from fsbench import engine, loops, timeseries
+from fsbench.config import ConfigError, validate
+from fsbench.job import Job, Stream
+from fsbench.measure import series_flags, series_of
+from fsbench.plan import Plan
+
+KiB, MiB = 2**10, 2**20
+
+
+@pytest.fixture
+def stepping_clock(monkeypatch):
+    """loops.c's clock advancing 1 ms a read from 0: a depth-1 call takes exactly 1 ms."""
+    monkeypatch.setattr(loops, "CLOCK_STEP_NS", 10**6)
+
+
+def test_the_c_loop_counts_each_call_in_the_bin_its_clock_read_falls_in(tmp_path, stepping_clock):
+    job = Job((Stream(str(tmp_path / "a")),), 64 * KiB, 4 * KiB, runtime=0.01)
+    got = engine.write(job)
+    rec = got["recorded_series"]
+    # One clock read starts the loop, each call ends 1 ms later: call k ends bin k, (k ms, k+1 ms].
+    assert rec["step_s"] == 0.001 and rec["source"] == "python loop"
+    assert rec["ops"] == [1] * 10 and rec["bytes"] == [4 * KiB] * 10
+    assert all("series" not in s for s in got["streams"])  # summed over the streams, not kept in each
+
+
+def test_the_c_loop_folds_its_bins_tenfold_when_they_run_out(tmp_path, stepping_clock, monkeypatch):
+    monkeypatch.setattr(loops, "SERIES_BINS", 20)
+    job = Job((Stream(str(tmp_path / "a")),), 1 * MiB, 4 * KiB, runtime=0.25)  # 250 calls of 1 ms
+    rec = engine.write(job)["recorded_series"]
+    assert rec["step_s"] == pytest.approx(0.1) and rec["ops"] == [100, 100, 50]  # folded at 20 ms, then 200 ms
+    assert sum(rec["bytes"]) == 250 * 4 * KiB
+
+
+def test_the_series_is_finer_for_a_short_measurement():
+    assert timeseries.interval_for(60, 1.0) == 1.0
+    assert timeseries.interval_for(10, 1.0) == 1.0
+    assert timeseries.interval_for(9.9, 1.0) == pytest.approx(0.1)
+    assert timeseries.interval_for(0.5, 1.0) == pytest.approx(0.01)
+    assert timeseries.interval_for(0.5, 1.0, resolution=0.1) == pytest.approx(0.1)  # no finer than recorded
+
+
+def test_a_series_sums_the_recorded_bins_into_intervals_the_last_one_short():
+    rec = timeseries.raw(100.0, 0.001, [1000] * 2500, [1] * 2500, "python loop")
+    ts = timeseries.series(rec, 2.5, 1.0)
+    assert ts["interval_s"] == pytest.approx(0.1) and len(ts["bytes"]) == 25 and sum(ts["bytes"]) == 2_500_000
+    assert ts["t_s"][:2] == [0.1, 0.2] and ts["t_s"][-1] == 2.5 and set(ts["ops"]) == {100}
+    ts = timeseries.series(rec, 2.55, 1.0)
+    assert ts["interval_lengths_s"][-1] == pytest.approx(0.05) and ts["ops"][-1] == 0
+    assert timeseries.series({}, 1.0) == {}  # dd: no series
+
+
+def steady_series(rates: list[float], ops: int = 100) -> dict:
+    n = len(rates)
+    return {
+        "start": 0.0,
+        "interval_s": 1.0,
+        "t_s": [float(i + 1) for i in range(n)],
+        "interval_lengths_s": [1.0] * n,
+        "bytes": [int(r) for r in rates],
+        "ops": [ops] * n,
+    }
+
+
+def test_drop_is_an_interval_below_the_share_of_the_median():
+    assert timeseries.drop(steady_series([400e6] * 8)) is None
+    found = timeseries.drop(steady_series([400e6] * 3 + [40e6] * 5 + [400e6] * 4))
+    assert found["at_s"] == 4.0 and found["rate"] == 40e6 and found["median"] == 400e6
+    assert timeseries.drop(steady_series([400e6] * 6 + [250e6] * 2)) is None
+    assert timeseries.drop(steady_series([400e6] * 6 + [250e6] * 2), share=0.7)["rate"] == 250e6
+    # Too few operations per interval: pairs merge until there are enough, else no verdict.
+    assert timeseries.drop(steady_series([1e6, 0] * 10, ops=2)) is None
+
+
+def test_steady_state_is_the_snia_range_and_excursion_of_the_last_window():
+    assert timeseries.steady(steady_series([50e6, 400e6, 400e6, 410e6, 395e6, 405e6, 400e6]))["steady"]
+    rising = timeseries.steady(steady_series([300e6, 320e6, 340e6, 360e6, 380e6]))
+    assert not rising["steady"] and rising["excursion"] == pytest.approx(80 / 340)
+    noisy = timeseries.steady(steady_series([400e6, 300e6, 400e6, 300e6, 400e6]))
+    assert not noisy["steady"] and noisy["range"] == pytest.approx(100 / 360)
+    assert not timeseries.steady(steady_series([400e6] * 3))["steady"]  # fewer intervals than the window
+    assert timeseries.flags(steady_series([400e6] * 3), steady_check={}) == ["not-steady"]
+    assert timeseries.flags(steady_series([400e6] * 3)) == []  # no io.steady: not judged
+
+
+def test_stonewall_is_what_every_host_had_moved_when_the_first_finished():
+    fast = {"start": 10.0, "interval_s": 1.0, "t_s": [1.0, 2.0], "bytes": [100, 100]}
+    slow = {"start": 10.0, "interval_s": 1.0, "t_s": [1.0, 2.0, 3.0, 4.0], "bytes": [50, 50, 50, 50]}
+    wall = timeseries.stonewall(
+        {
+            "a": {"start": 10.0, "end": 12.0, "bytes": 200, "timeseries": fast},
+            "b": {"start": 10.0, "end": 14.0, "bytes": 200, "timeseries": slow},
+        }
+    )
+    assert (wall["first_done_s"], wall["last_done_s"], wall["tail_s"]) == (2.0, 4.0, 2.0)
+    assert wall["stonewall_bytes"] == 300 and wall["stonewall_mb_s"] == 300 / 2 / 1e6
+
+
+def test_a_straggler_is_far_below_the_other_hosts():
+    assert set(timeseries.stragglers({"a": 400e6, "b": 40e6})) == {"b"}
+    assert timeseries.stragglers({"a": 400e6, "b": 350e6}) == {}
+    many = {"a": 400e6, "b": 410e6, "c": 390e6, "d": 405e6, "e": 250e6}
+    assert set(timeseries.stragglers(many)) == {"e"}
+    assert timeseries.stragglers(many | {"e": 380e6}) == {}
+
+
+def test_combine_sums_streams_by_their_end_times_at_the_coarsest_step():
+    a = timeseries.raw(0.0, 0.001, [1] * 20, [1] * 20, "x")
+    b = timeseries.raw(0.0, 0.01, [5, 5], [1, 1], "x")
+    both = timeseries.combine([a, b])
+    assert both["step_s"] == 0.01 and both["bytes"] == [15, 15] and both["ops"] == [11, 11]
+    assert timeseries.combine([None, None]) == {}
+
+
+BASE = {
+    "campaign": "t",
+    "scratch": "/var/tmp/fsbench-series-test",
+    "arrays": {"a": {"kind": "loop", "size": "1GiB"}},
+    "filesystems": {},
+    "io": {"size": "64MiB", "block_sizes": ["64KiB"], "repeats": 1},
+}
+
+
+def test_log_interval_drop_and_steady_reach_the_cells_only_when_set():
+    test = "seq-64KiB-buffered-1s"
+    # Not set: the params are what they were, so a finished campaign is not measured again.
+    spec = Plan(validate(BASE)).cell_spec("local", "a", "raw", test, 1)
+    assert not {"log_interval", "drop", "steady"} & set(spec)
+    io = BASE["io"] | {"runtime": "30s", "log_interval": "500ms", "drop": 0.3, "steady": {"window": 8}}
+    spec = Plan(validate(BASE | {"io": io})).cell_spec("local", "a", "raw", test, 1)
+    assert spec["log_interval"] == 0.5 and spec["drop"] == 0.3
+    assert spec["steady"] == {"window": 8, "range": 0.20, "slope": 0.10}
+    for bad, message in [
+        ({"log_interval": "often"}, r"'io.log_interval': value 'often' is not allowed"),
+        ({"drop": 1.5}, r"'io.drop'"),
+        ({"steady": {"window": 5}}, r"'io.steady'.*with io.runtime only"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            validate(BASE | {"io": BASE["io"] | bad})
+
+
+def test_a_record_judges_its_series_with_the_cells_settings():
+    rec = timeseries.raw(0.0, 0.1, [400] * 30 + [40] * 20 + [400] * 30, [100] * 80, "python loop")
+    cell = {"runtime": 8.0, "steady": {"window": 5, "range": 0.2, "slope": 0.1}}
+    ts = series_of(cell, {"recorded_series": rec, "seconds": 8.0})
+    assert ts["interval_s"] == 0.1 and ts["judged"]["drop"]["at_s"] == pytest.approx(3.1)
+    assert ts["judged"]["steady"]["steady"] and series_flags(cell, ts) == ["drop"]
+    ts = series_of(cell | {"drop": 0.05}, {"recorded_series": rec, "seconds": 8.0})
+    assert series_flags(cell, ts) == []
