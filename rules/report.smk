@@ -35,7 +35,7 @@ rule aggregate:
             caption="../report/summary.rst",
             category="Tables",
         ),
-        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.compare).
+        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.analysis.compare).
         comparisons=report(
             f"{RESULTS}/comparisons.csv",
             caption="../report/comparisons.rst",

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fsbench.plots import plot_campaign
+from fsbench.analysis.plots import plot_campaign
 from fsbench.step_report import run_step
 
 

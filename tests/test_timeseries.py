@@ -3,9 +3,11 @@ keeps (io.log_interval, finer for short runs), and what it says: drop, not-stead
 
 import pytest
 
-from fsbench import engine, loops, timeseries
+from fsbench import timeseries
 from fsbench.config import ConfigError, validate
-from fsbench.job import Job, Stream
+from fsbench.engines import loops
+from fsbench.engines import python as engine
+from fsbench.engines.job import Job, Stream
 from fsbench.measure import series_flags, series_of
 from fsbench.plan import Plan
 

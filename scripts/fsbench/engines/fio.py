@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from fsbench import timeseries
-from fsbench.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
-from fsbench.latency import Histogram
+from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
+from fsbench.engines.latency import Histogram
 from fsbench.system import ToolError
 
 
@@ -249,7 +249,7 @@ def _scaled(series: dict | None, nbytes: int, ops: int) -> dict | None:
 
 
 def _async_engine() -> str:
-    from fsbench.uring import why_unavailable
+    from fsbench.engines.uring import why_unavailable
 
     return "libaio" if why_unavailable() else "io_uring"
 

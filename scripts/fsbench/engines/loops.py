@@ -1,9 +1,10 @@
 """The python engine's I/O loop (loops.c): built once with the system's C compiler, run through ctypes.
 
 run(io) moves a stream's blocks as `IO` says and returns `Out`: operations, bytes, latency sums per kind (the
-histograms it fills are latency.Histogram counters), and the width of the time series' bins it filled (`Series`). The library is built on first use into _build/ beside
-this file, named by a hash of its source, so a changed loops.c is rebuilt and parallel builds (Snakemake jobs,
-Slurm nodes on a shared filesystem) each write their own file and rename it into place.
+histograms it fills are latency.Histogram counters), and the width of the time series' bins it filled
+(`Series`). The library is built on first use into _build/ beside this file, named by a hash of its source, so a
+changed loops.c is rebuilt and parallel builds (Snakemake jobs, Slurm nodes on a shared filesystem) each write
+their own file and rename it into place.
 """
 
 import ctypes
@@ -13,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .latency import SUB_BITS
+from fsbench.engines.latency import SUB_BITS
 
 SOURCE = Path(__file__).with_name("loops.c")
 BUILD = Path(__file__).with_name("_build")

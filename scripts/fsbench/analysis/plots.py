@@ -20,17 +20,12 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
-from .compare import comparisons  # noqa: E402
-from .sizes import format_size  # noqa: E402
-from .stats import (  # noqa: E402
+from fsbench.analysis.compare import comparisons  # noqa: E402
+from fsbench.analysis.stats import (  # noqa: E402
     PHASES,
     TEST,
-    UNDECIDED,
-    baseline_parts,
     is_metadata,
     label_of_test,
-    places,
-    several,
     sort_rows,
     summarize,
     summarize_baselines,
@@ -38,6 +33,8 @@ from .stats import (  # noqa: E402
     varying,
     with_iodepth,
 )
+from fsbench.analysis.summary import UNDECIDED, baseline_parts, places, several  # noqa: E402
+from fsbench.sizes import format_size  # noqa: E402
 
 DPI = 110
 OPS = ["write", "read"]
