@@ -1,17 +1,26 @@
 """The time series of a measurement: what the engines record (the C loop's bins, fio's logs), the series a record
 keeps (io.log_interval, finer for short runs), and what it says: drop, not-steady, stonewall, stragglers."""
 
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from statistics import median
+
 import pytest
 
 from fsbench import timeseries
 from fsbench.config import ConfigError, validate
-from fsbench.engines import loops
+from fsbench.engines import fio, loops
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
 from fsbench.measure import series_flags, series_of
 from fsbench.plan import Plan
+from fsbench.storage import devices
+
+from conftest import BLKIO, needs_root, needs_throttle
 
 KiB, MiB = 2**10, 2**20
+ENGINES = {"python": engine, "fio": fio}
 
 
 @pytest.fixture
@@ -153,3 +162,63 @@ def test_a_record_judges_its_series_with_the_cells_settings():
     assert ts["judged"]["steady"]["steady"] and series_flags(cell, ts) == ["drop"]
     ts = series_of(cell | {"drop": 0.05}, {"recorded_series": rec, "seconds": 8.0})
     assert series_flags(cell, ts) == []
+
+
+# A real device whose rate is cut from outside: the kernel's blkio throttle on one loop device ------------------
+
+FAST, SLOW = 400 * 10**6, 40 * 10**6  # bytes/s
+CUT_AT = 2.0  # seconds into the write
+
+
+def hold(dev: str, rate: int) -> None:
+    """Hold writes to `dev` (MAJ:MIN) at `rate` bytes/s from any process (0: no limit)."""
+    (BLKIO / "blkio.throttle.write_bps_device").write_text(f"{dev} {rate}\n")
+
+
+@contextmanager
+def cut_from_outside(dev_path: str):
+    """Writes to the device held at FAST, then at SLOW from CUT_AT seconds after the body starts."""
+    dev = Path(f"/sys/class/block/{Path(dev_path).name}/dev").read_text().strip()
+    hold(dev, FAST)
+    timer = threading.Timer(CUT_AT, hold, (dev, SLOW))
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        timer.join()
+        hold(dev, 0)
+
+
+@needs_root
+@needs_throttle
+@pytest.mark.parametrize("name", ["python", "fio"])
+def test_a_write_cut_from_outside_is_flagged_drop_and_its_series_shows_the_cut(ram_scratch, name):
+    dev = devices.attach_loop_images(ram_scratch, 1, 1536 * MiB)[0]
+    job = Job((Stream(dev, 0, True),), 1536 * MiB, 64 * KiB, direct=True, runtime=4.0)
+    with cut_from_outside(dev):
+        got = ENGINES[name].write(job)
+    cell = {"runtime": 4.0, "steady": {"window": 30}}
+    ts = series_of(cell, got)
+    assert ts["interval_s"] == pytest.approx(0.1) and sum(ts["bytes"]) == got["bytes"]
+    rates = dict(zip(ts["t_s"], timeseries.rates(ts), strict=True))
+    # fio's series starts with its first write, a few tenths of a second after the throttle's clock started.
+    before = [r for t, r in rates.items() if 0.3 <= t <= CUT_AT - 0.6]
+    after = [r for t, r in rates.items() if CUT_AT + 0.5 <= t <= 3.9]
+    assert median(after) < 1.25 * SLOW < 2.5 * SLOW < median(before), (before, after)
+    assert ts["judged"]["drop"]["at_s"] >= CUT_AT - 0.6 and ts["judged"]["drop"]["median"] > 2.5 * SLOW
+    # Thirty intervals, across the cut, are far from steady.
+    assert series_flags(cell, ts) == ["drop", "not-steady"]
+    unasked = {"runtime": 4.0}  # no io.steady: no steady-state verdict
+    assert series_flags(unasked, series_of(unasked, got)) == ["drop"]
+
+
+def test_a_constant_rate_is_steady_and_a_rising_one_is_not(tmp_path, stepping_clock):
+    """The stepped clock: every call takes 1 ms, so the rate is exactly constant (a throttle is not that even
+    over 0.1 s: it lets I/O through in slices)."""
+    job = Job((Stream(str(tmp_path / "a")),), 4 * MiB, 4 * KiB, runtime=0.5)
+    ts = timeseries.series(engine.write(job)["recorded_series"], 0.0, 0.05)
+    assert ts["interval_s"] == 0.05 and set(ts["ops"]) == {50}
+    assert timeseries.judge(ts, steady_check={})["steady"]["steady"] and timeseries.drop(ts) is None
+    rising = ts | {"bytes": [b * (1 + i / 10) for i, b in enumerate(ts["bytes"])]}
+    assert timeseries.flags(rising, steady_check={}) == ["not-steady"]

@@ -5,8 +5,8 @@ fio in its 10 ms bandwidth and IOPS log windows); `series()` turns that into the
 io.log_interval (default 1 s), or at a tenth, hundredth... of it when the measurement is shorter than ten
 intervals, so that even a short one has several points. From a series:
 
-- `drop`: some interval ran below `share` (io.drop, default 0.5) of the series' median rate: a cache running out,
-  a throttle, a stall. Judged only where the intervals hold a few operations each (else finer noise would look
+- `drop`: some interval ran below `share` (io.drop, default 0.5) of the series' median rate, or of the median of
+  the intervals before it where that is higher: a cache running out, a throttle, a stall. Judged only where the intervals hold a few operations each (else finer noise would look
   like drops): too few, and pairs of intervals are merged until they do.
 - `not-steady` (time-based runs, io.steady): the SNIA PTS steady-state test on the last `window` intervals: their
   range (max − min) within `range` of their mean, and the excursion of their least-squares line (slope ×
@@ -108,11 +108,17 @@ def rates(ts: dict) -> list[float]:
     return [b / length if length > 0 else 0.0 for b, length in zip(ts["bytes"], ts["interval_lengths_s"], strict=True)]
 
 
+def _partial_end(ts: dict) -> bool:
+    lengths = ts["interval_lengths_s"] if ts else []
+    return len(lengths) > 1 and lengths[-1] < 0.99 * ts["interval_s"]
+
+
 def _judged(ts: dict) -> tuple[list[int], list[float], list[int]]:
-    """The series' bytes, lengths and ops, without a last interval shorter than half the others (too little
-    time to say anything), pairs merged until the median interval holds MIN_OPS operations."""
+    """The series' bytes, lengths and ops, without a last interval shorter than the others (the run ended in
+    it: the one operation that ended it says little about a rate), pairs merged until the median interval holds
+    MIN_OPS operations."""
     nbytes, lengths, ops = list(ts["bytes"]), list(ts["interval_lengths_s"]), list(ts["ops"])
-    if len(lengths) > 1 and lengths[-1] < 0.5 * ts["interval_s"]:
+    if _partial_end(ts):
         nbytes, lengths, ops = nbytes[:-1], lengths[:-1], ops[:-1]
     while len(ops) >= 2 * 3 and median(ops) < MIN_OPS:
         pairs = range(0, len(ops) - 1, 2)  # an odd last interval goes
@@ -123,27 +129,31 @@ def _judged(ts: dict) -> tuple[list[int], list[float], list[int]]:
 
 
 def drop(ts: dict, share: float = DROP_SHARE) -> dict | None:
-    """Where the series fell below `share` of its median rate: {"at_s", "rate", "median", "share"} of the
-    lowest interval, or None (no drop, or too few operations per interval to judge)."""
+    """Where the series fell furthest below `share` of its median rate (or of the median before, where higher):
+    {"at_s", "rate", "median" (the one it fell from), "share"}, or None (no drop, or too few operations per
+    interval to judge)."""
     if not ts:
         return None
     nbytes, lengths, ops = _judged(ts)
     if len(ops) < 3 or median(ops) < MIN_OPS:
         return None
     found = [b / t for b, t in zip(nbytes, lengths, strict=True)]
-    mid = median(found)
-    low = min(range(len(found)), key=found.__getitem__)
-    if mid <= 0 or found[low] >= share * mid:
+    overall = median(found)
+    # What an interval falls from: the median of the whole series, or of the intervals before it where that is
+    # higher (a cache that runs out a third of the way in leaves a median of the slow part).
+    refs = [max(overall, median(found[:i]) if i >= 3 else 0.0) for i in range(len(found))]
+    low = min(range(len(found)), key=lambda i: found[i] / refs[i] if refs[i] > 0 else math.inf)
+    if refs[low] <= 0 or found[low] >= share * refs[low]:
         return None
-    return {"at_s": round(sum(lengths[: low + 1]), 6), "rate": found[low], "median": mid, "share": share}
+    return {"at_s": round(sum(lengths[: low + 1]), 6), "rate": found[low], "median": refs[low], "share": share}
 
 
 def steady(ts: dict, window: int = 5, range_: float = 0.20, slope: float = 0.10) -> dict:
     """The SNIA steady-state test on the last `window` whole intervals: {"steady", "range", "excursion", "mean",
     "window"}; range and excursion as shares of the window's mean rate. Fewer intervals than that: not steady."""
     found = rates(ts) if ts else []
-    if len(found) > 1 and ts["interval_lengths_s"][-1] < 0.5 * ts["interval_s"]:
-        found = found[:-1]  # a last sliver of an interval says too little
+    if _partial_end(ts):
+        found = found[:-1]
     if len(found) < window or window < 2:
         return {"steady": False, "window": window, "why": f"{len(found)} whole intervals, fewer than {window}"}
     y = found[-window:]

@@ -5,7 +5,7 @@ calls, write.lat_ns.mean x write.total_ios (with the synchronous psync engine on
 lat_ns has ns resolution where runtime has whole ms); the durable `seconds_durable` of a write is
 write.runtime, which with end_fsync=1 includes the flush at the end. Reads use the lat_ns sum for both.
 The time series comes from fio's own per-interval logs (write_bw_log and write_iops_log, averaged over
-LOG_MSEC windows): each window's KiB/s and IOPS times its length, spread evenly over it.
+LOG_MSEC windows): each window's KiB/s and IOPS times its length.
 The caller drops caches and measures what stayed cached; invalidate=0 keeps fio from changing that.
 """
 
@@ -30,8 +30,8 @@ def _escape(path: str) -> str:
     return path.replace(":", "\\:")  # fio splits filename= on ':' (several files per job) unless escaped
 
 
-# fio's bandwidth and IOPS logs average over windows of this many ms (its values are whole KiB/s and IOPS, so a
-# window's bytes are known to ~1 KiB/s × its length; over a run they sum to within ~1 % of io_bytes).
+# fio's bandwidth and IOPS logs average over windows of this many ms (whole KiB/s and IOPS, timed in whole ms:
+# over a run they sum to within a few % of io_bytes and total_ios, to which they are then scaled).
 LOG_MSEC = 10
 
 
@@ -80,7 +80,7 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None, logs: str | None 
         "refill_buffers=1" if job.data == "random" else "zero_buffers=1",
         "thread",
         "group_reporting=0",  # one result per stream
-        *([f"log_avg_msec={LOG_MSEC}"] if logs else []),
+        *([f"log_avg_msec={LOG_MSEC}", "log_unix_epoch=1"] if logs else []),
     ]
     for i, stream in enumerate(job.streams):
         lines += ["", f"[stream{i}]", f"filename={_escape(stream.path)}"]
@@ -124,7 +124,7 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
                 proc.wait()
                 raise
             wall = time.perf_counter() - t0
-        series = {i: _series(logs, i, launched) for i in range(len(job.streams))}
+        series = {i: _series(logs, i) for i in range(len(job.streams))}
     finally:
         os.unlink(path)
         for f in Path(logs).iterdir():
@@ -207,28 +207,31 @@ def _log(path: Path) -> dict[str, list[tuple[int, int]]]:
     return found
 
 
-def _series(logs: str, i: int, start: float) -> dict[str, dict]:
-    """Stream i's time series per direction (timeseries.raw, LOG_MSEC bins from fio's job start, taken to be
-    the launch: fio's start-up shifts it by a fraction of a second) from its bandwidth and IOPS logs. Each
-    entry is the average over the window since the previous one (the first: since the job started), so its
-    bytes (KiB/s × window) and operations are spread evenly over that window."""
+def _series(logs: str, i: int) -> dict[str, dict]:
+    """Stream i's time series per direction (timeseries.raw in LOG_MSEC bins) from its bandwidth and IOPS logs,
+    timed in epoch ms (log_unix_epoch). An entry at t is the average over the window (t − LOG_MSEC, t], logged only
+    where something completed in it (seen under a throttle: entries ~100 ms apart, each the burst of its 10 ms),
+    so its bytes (KiB/s × window) and operations go to that window. The series starts with the first window: fio's
+    own start-up before it is no part of the device's rate."""
     found = {}
     bw, iops = (_log(next(Path(logs).glob(f"stream{i}_{kind}.*.log"), Path(logs) / "none")) for kind in ("bw", "iops"))
     for ddir in ("read", "write"):
         if not bw[ddir]:
             continue
-        size = math.ceil(max(t for t, _ in bw[ddir]) / LOG_MSEC)
+        origin = min(t for t, _ in bw[ddir] + iops[ddir]) - LOG_MSEC
+        size = math.ceil((max(t for t, _ in bw[ddir] + iops[ddir]) - origin) / LOG_MSEC)
         nbytes, ops = [0.0] * size, [0.0] * size
         for entries, unit, into in ((bw[ddir], 1024, nbytes), (iops[ddir], 1, ops)):
-            begin = 0
+            before = 0
             for t, value in entries:
-                amount = value * unit * (t - begin) / 1000
+                t -= origin
+                begin = max(before, t - LOG_MSEC)
                 for k in range(begin // LOG_MSEC, math.ceil(t / LOG_MSEC)):
                     overlap = min(t, (k + 1) * LOG_MSEC) - max(begin, k * LOG_MSEC)
-                    if overlap > 0 and t > begin:
-                        into[k] += amount * overlap / (t - begin)
-                begin = t
-        found[ddir] = timeseries.raw(start, LOG_MSEC / 1000, nbytes, ops, "fio bw/iops logs")
+                    if overlap > 0:
+                        into[k] += value * unit * overlap / 1000
+                before = t
+        found[ddir] = timeseries.raw(origin / 1000, LOG_MSEC / 1000, nbytes, ops, "fio bw/iops logs")
     return found
 
 
