@@ -6,8 +6,9 @@ io.log_interval (default 1 s), or at a tenth, hundredth... of it when the measur
 intervals, so that even a short one has several points. From a series:
 
 - `drop`: some interval ran below `share` (io.drop, default 0.5) of the series' median rate, or of the median of
-  the intervals before it where that is higher: a cache running out, a throttle, a stall. Judged only where the intervals hold a few operations each (else finer noise would look
-  like drops): too few, and pairs of intervals are merged until they do.
+  the intervals before it where that is higher: a cache running out, a throttle, a stall. Judged only where the
+  intervals hold a few operations each (else finer noise would look like drops): too few, and pairs of intervals
+  are merged until they do; a last interval cut short by the end of the run is left out.
 - `not-steady` (time-based runs, io.steady): the SNIA PTS steady-state test on the last `window` intervals: their
   range (max − min) within `range` of their mean, and the excursion of their least-squares line (slope ×
   (window − 1)) within `slope` of it.
