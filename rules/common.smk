@@ -150,6 +150,8 @@ def plot_files(as_report_items=False):
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
     # dd reports no per-call times: no latency plot for a dd campaign (its IOPS come from dd's records).
     names += ["iops"] + (["latency"] if CAMPAIGN["io"]["engine"] != "dd" else [])
+    # dd records no time series either (timeseries.csv has no rows for it).
+    names += ["timeseries"] if CAMPAIGN["io"]["engine"] != "dd" else []
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []

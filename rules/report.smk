@@ -41,6 +41,12 @@ rule aggregate:
             caption="../report/comparisons.rst",
             category="Tables",
         ),
+        # Every measurement's bytes and operations per interval (fsbench.analysis.series).
+        timeseries=report(
+            f"{RESULTS}/timeseries.csv",
+            caption="../report/timeseries_csv.rst",
+            category="Tables",
+        ),
         markdown=f"{RESULTS}/summary.md",
         # summary.md's tables as a page: the report shows an .html item inline, a .csv only as a download.
         html=report(
@@ -61,6 +67,7 @@ rule aggregate:
 rule plots:
     input:
         measurements=f"{RESULTS}/measurements.csv",
+        timeseries=f"{RESULTS}/timeseries.csv",
         summary=f"{RESULTS}/summary.csv",
         baselines=BASELINE_ROWS,
     output:

@@ -1,5 +1,5 @@
-"""measurements.csv, summary.csv, comparisons.csv, summary.md and summary.html from every measurement record of the
-campaign.
+"""measurements.csv, timeseries.csv, summary.csv, comparisons.csv, summary.md and summary.html from every
+measurement record of the campaign.
 
 summary.csv holds this campaign's rows only; the baselines (baselines.csv, when the config has any)
 are summarized the same way and shown in their own section of summary.md and summary.html.
@@ -11,6 +11,7 @@ import pandas as pd
 
 from fsbench.analysis.aggregate import measurements, with_stops
 from fsbench.analysis.compare import comparisons
+from fsbench.analysis.series import timeseries_table
 from fsbench.analysis.stats import summarize, summarize_baselines
 from fsbench.analysis.summary import summary_html, summary_markdown
 from fsbench.step_report import run_step
@@ -19,6 +20,8 @@ from fsbench.step_report import run_step
 def aggregate(records, baselines, out, campaign):
     df = measurements(records)
     df.to_csv(out.measurements, index=False)
+    series = timeseries_table(records)
+    series.to_csv(out.timeseries, index=False)
     summary = with_stops(summarize(df), records, df)
     summary.to_csv(out.summary, index=False)
     verdicts = comparisons(df)
@@ -32,6 +35,7 @@ def aggregate(records, baselines, out, campaign):
         f.write(summary_html(summary, title, earlier_summary, verdicts))
     return {
         "rows": len(df),
+        "timeseries_rows": len(series),
         "summary_rows": len(summary),
         "comparisons": len(verdicts),
         "baseline_rows": 0 if earlier is None else len(earlier),

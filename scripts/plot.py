@@ -5,14 +5,19 @@ from pathlib import Path
 import pandas as pd
 
 from fsbench.analysis.plots import plot_campaign
+from fsbench.analysis.series import plot_timeseries
 from fsbench.step_report import run_step
 
 
-def plot(inp, outdir):
+def plot(inp, outdir, with_series):
     # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
     baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
-    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines)
+    measurements = pd.read_csv(inp.measurements)
+    paths = plot_campaign(measurements, pd.read_csv(inp.summary), Path(outdir), baselines)
+    if with_series:  # not for dd, which records no series (rules/common.smk)
+        paths += plot_timeseries(pd.read_csv(inp.timeseries), Path(outdir), measurements)
     return [str(p) for p in paths]
 
 
-run_step(snakemake.log[0], plot, snakemake.input, Path(snakemake.output[0]).parent)
+with_series = any(Path(p).name == "timeseries.png" for p in snakemake.output)
+run_step(snakemake.log[0], plot, snakemake.input, Path(snakemake.output[0]).parent, with_series)

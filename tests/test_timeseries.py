@@ -1,14 +1,17 @@
 """The time series of a measurement: what the engines record (the C loop's bins, fio's logs), the series a record
 keeps (io.log_interval, finer for short runs), and what it says: drop, not-steady, stonewall, stragglers."""
 
+import json
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from statistics import median
 
+import pandas as pd
 import pytest
 
 from fsbench import timeseries
+from fsbench.analysis.series import COLUMNS as SERIES_COLUMNS
 from fsbench.config import ConfigError, validate
 from fsbench.engines import fio, loops
 from fsbench.engines import python as engine
@@ -17,7 +20,7 @@ from fsbench.measure import series_flags, series_of
 from fsbench.plan import Plan
 from fsbench.storage import devices
 
-from conftest import BLKIO, needs_root, needs_throttle
+from conftest import BLKIO, needs_root, needs_throttle, ram_xfs_campaign, run_campaign
 
 KiB, MiB = 2**10, 2**20
 ENGINES = {"python": engine, "fio": fio}
@@ -158,7 +161,7 @@ def test_a_record_judges_its_series_with_the_cells_settings():
     rec = timeseries.raw(0.0, 0.1, [400] * 30 + [40] * 20 + [400] * 30, [100] * 80, "python loop")
     cell = {"runtime": 8.0, "steady": {"window": 5, "range": 0.2, "slope": 0.1}}
     ts = series_of(cell, {"recorded_series": rec, "seconds": 8.0})
-    assert ts["interval_s"] == 0.1 and ts["judged"]["drop"]["at_s"] == pytest.approx(3.1)
+    assert ts["interval_s"] == 0.1 and ts["judged"]["drop"]["at_s"] == pytest.approx(3.2)  # judged in 0.2 s windows
     assert ts["judged"]["steady"]["steady"] and series_flags(cell, ts) == ["drop"]
     ts = series_of(cell | {"drop": 0.05}, {"recorded_series": rec, "seconds": 8.0})
     assert series_flags(cell, ts) == []
@@ -222,3 +225,36 @@ def test_a_constant_rate_is_steady_and_a_rising_one_is_not(tmp_path, stepping_cl
     assert timeseries.judge(ts, steady_check={})["steady"]["steady"] and timeseries.drop(ts) is None
     rising = ts | {"bytes": [b * (1 + i / 10) for i, b in enumerate(ts["bytes"])]}
     assert timeseries.flags(rising, steady_check={}) == ["not-steady"]
+
+
+# A campaign: timeseries.csv beside measurements.csv, and its plot -----------------------------------------------
+
+
+@needs_root
+@pytest.mark.parametrize("engine_name", ["python", "fio"])
+def test_a_campaign_gathers_every_measurements_series_into_timeseries_csv(ram_scratch, tmp_path, engine_name):
+    config = ram_xfs_campaign(
+        ram_scratch,
+        "series",
+        raw=True,
+        engine=engine_name,
+        size="64MiB",
+        block_sizes=["256KiB"],
+        patterns=["seq", "rw"],
+    )
+    run_campaign(tmp_path, config)
+    out = tmp_path / "results/series"
+    table, measured = pd.read_csv(out / "timeseries.csv"), pd.read_csv(out / "measurements.csv")
+    assert list(table.columns) == SERIES_COLUMNS
+    cells = ["target", "op", "pattern", "rep"]
+    # Every measurement has its series (a mix: its reads and its writes), and its bytes add up to the figure's.
+    sums = table.groupby(cells)[["bytes", "ops"]].sum()
+    for r in measured.itertuples():
+        got = sums.loc[(r.target, r.op, r.pattern, r.rep)]
+        assert got["bytes"] == r.bytes and got["ops"] == r.ops, r
+    assert (table.mb_s == table.bytes / table.interval_s / 1e6).all()
+    for ext in ("png", "svg"):
+        assert (out / "plots" / f"timeseries.{ext}").stat().st_size > 1000
+    record = json.loads(next((out / "runs").glob("*/ram/raw/seq-*/rep1/write.json")).read_text())
+    assert record["timeseries"]["interval_s"] <= 0.1 and "drop" in record["timeseries"]["judged"]
+    assert "log_interval" not in record["cell"]  # not set: the cells' params are what they were

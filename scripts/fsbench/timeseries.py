@@ -6,9 +6,10 @@ io.log_interval (default 1 s), or at a tenth, hundredth... of it when the measur
 intervals, so that even a short one has several points. From a series:
 
 - `drop`: some interval ran below `share` (io.drop, default 0.5) of the series' median rate, or of the median of
-  the intervals before it where that is higher: a cache running out, a throttle, a stall. Judged only where the
-  intervals hold a few operations each (else finer noise would look like drops): too few, and pairs of intervals
-  are merged until they do; a last interval cut short by the end of the run is left out.
+  the intervals before it where that is higher: a cache running out, a throttle, a stall. Judged on windows of at
+  least DROP_WINDOW seconds and a few operations each (else a scheduler's hiccup would look like a drop): pairs of
+  intervals are merged until they are; at least three windows, and a last interval cut short by the end of the run
+  is left out.
 - `not-steady` (time-based runs, io.steady): the SNIA PTS steady-state test on the last `window` intervals: their
   range (max − min) within `range` of their mean, and the excursion of their least-squares line (slope ×
   (window − 1)) within `slope` of it.
@@ -24,6 +25,9 @@ DROP_SHARE = 0.5  # io.drop's default
 STEADY = {"window": 5, "range": 0.20, "slope": 0.10}  # io.steady's values where a key is left out
 MIN_POINTS = 10  # a series is made finer (log_interval / 10^k) until the measurement spans this many intervals
 MIN_OPS = 4  # a drop is judged on intervals holding at least this many operations (median)
+# ... and lasting at least this long (s): on a shared machine the scheduler stalls a process for 10 ms now and then,
+# which is no drop of the storage's rate (seen here: 10 ms intervals flagged nearly every measurement).
+DROP_WINDOW = 0.2
 # A host is a straggler when its rate is below the other hosts' median by more than MAD_FACTOR × their median
 # absolute deviation, and by more than FEW_HOSTS_SHARE of the median (their MAD is 0 or meaningless with 1-2
 # others, so then the share alone decides).
@@ -117,11 +121,11 @@ def _partial_end(ts: dict) -> bool:
 def _judged(ts: dict) -> tuple[list[int], list[float], list[int]]:
     """The series' bytes, lengths and ops, without a last interval shorter than the others (the run ended in
     it: the one operation that ended it says little about a rate), pairs merged until the median interval holds
-    MIN_OPS operations."""
+    MIN_OPS operations and lasts DROP_WINDOW."""
     nbytes, lengths, ops = list(ts["bytes"]), list(ts["interval_lengths_s"]), list(ts["ops"])
     if _partial_end(ts):
         nbytes, lengths, ops = nbytes[:-1], lengths[:-1], ops[:-1]
-    while len(ops) >= 2 * 3 and median(ops) < MIN_OPS:
+    while len(ops) >= 2 * 3 and (median(ops) < MIN_OPS or median(lengths) < DROP_WINDOW):
         pairs = range(0, len(ops) - 1, 2)  # an odd last interval goes
         nbytes = [nbytes[i] + nbytes[i + 1] for i in pairs]
         lengths = [lengths[i] + lengths[i + 1] for i in pairs]

@@ -4,8 +4,9 @@ Figures per stream, from fio's JSON: the dd-style `seconds` is the time spent in
 calls, write.lat_ns.mean x write.total_ios (with the synchronous psync engine one call is one I/O, and
 lat_ns has ns resolution where runtime has whole ms); the durable `seconds_durable` of a write is
 write.runtime, which with end_fsync=1 includes the flush at the end. Reads use the lat_ns sum for both.
-The time series comes from fio's own per-interval logs (write_bw_log and write_iops_log, averaged over
-LOG_MSEC windows): each window's KiB/s and IOPS times its length.
+The time series comes from fio's own logs: for a size-based job of at most PER_IO_LOG operations per stream its
+IOPS log of every I/O (time in ms and size: exact); else its bandwidth and IOPS logs averaged over LOG_MSEC
+windows (each window's KiB/s and IOPS times its length).
 The caller drops caches and measures what stayed cached; invalidate=0 keeps fio from changing that.
 """
 
@@ -33,12 +34,21 @@ def _escape(path: str) -> str:
 # fio's bandwidth and IOPS logs average over windows of this many ms (whole KiB/s and IOPS, timed in whole ms:
 # over a run they sum to within a few % of io_bytes and total_ios, to which they are then scaled).
 LOG_MSEC = 10
+# Up to this many operations per stream (size-based), fio logs every I/O instead: a run of a few ms then still has
+# a series (fio writes no windowed entry for a run shorter than its window), for ~20 bytes of log per I/O.
+PER_IO_LOG = 200_000
+
+
+def per_io(job: Job, op: str) -> bool:
+    """Whether fio logs every I/O of this job (else LOG_MSEC windows)."""
+    return not (job.runtime and op != "read") and max(map(job.blocks, range(len(job.streams)))) <= PER_IO_LOG
 
 
 def job_file(job: Job, op: str, rwmix_read: int | None = None, logs: str | None = None) -> str:
     """The fio job file (ini text) that moves job.size bytes per stream, all streams at once; op `mixed`: reads
     and writes (rw / randrw) with rwmix_read percent of the operations reads. `logs`: a folder where each stream
-    keeps its bandwidth and IOPS logs (stream<i>_bw.*.log, stream<i>_iops.*.log)."""
+    keeps its IOPS log of every I/O (per_io), or its windowed bandwidth and IOPS logs (stream<i>_bw.*.log,
+    stream<i>_iops.*.log)."""
     if op not in ("write", "read", "mixed"):
         raise ValueError(f"fio engine: op must be write, read or mixed, not {op!r}")
     if (op == "mixed") != (rwmix_read is not None):
@@ -80,13 +90,13 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None, logs: str | None 
         "refill_buffers=1" if job.data == "random" else "zero_buffers=1",
         "thread",
         "group_reporting=0",  # one result per stream
-        *([f"log_avg_msec={LOG_MSEC}", "log_unix_epoch=1"] if logs else []),
+        *([f"log_avg_msec={0 if per_io(job, op) else LOG_MSEC}", "log_unix_epoch=1"] if logs else []),
     ]
     for i, stream in enumerate(job.streams):
         lines += ["", f"[stream{i}]", f"filename={_escape(stream.path)}"]
         if logs:
             prefix = _escape(str(Path(logs) / f"stream{i}"))
-            lines += [f"write_bw_log={prefix}", f"write_iops_log={prefix}"]
+            lines += [f"write_iops_log={prefix}"] + ([] if per_io(job, op) else [f"write_bw_log={prefix}"])
         if job.slots > 1:
             # From the stream's first block to the end of the shared file, of which it moves job.size bytes.
             start = stream.offset + stream.slot * job.block_size
@@ -124,7 +134,8 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
                 proc.wait()
                 raise
             wall = time.perf_counter() - t0
-        series = {i: _series(logs, i) for i in range(len(job.streams))}
+        every = per_io(job, op)
+        series = {i: _every_io(logs, i) if every else _series(logs, i) for i in range(len(job.streams))}
     finally:
         os.unlink(path)
         for f in Path(logs).iterdir():
@@ -197,13 +208,30 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
     return figures if op == "mixed" else figures[op]
 
 
-def _log(path: Path) -> dict[str, list[tuple[int, int]]]:
-    """A fio log: per direction (read, write), its (time ms, value) entries."""
+def _log(path: Path, field: int = 1) -> dict[str, list[tuple[int, int]]]:
+    """A fio log: per direction (read, write), its (time ms, value) entries; `field` 3: (time, I/O size)."""
     found = {"read": [], "write": []}
     for line in path.read_text().splitlines() if path.exists() else []:
         fields = line.split(",")
-        if len(fields) >= 3 and fields[2].strip() in ("0", "1"):
-            found[("read", "write")[int(fields[2])]].append((int(fields[0]), int(fields[1])))
+        if len(fields) >= 4 and fields[2].strip() in ("0", "1"):
+            found[("read", "write")[int(fields[2])]].append((int(fields[0]), int(fields[field])))
+    return found
+
+
+def _every_io(logs: str, i: int) -> dict[str, dict]:
+    """Stream i's time series per direction in 1 ms bins from its IOPS log of every I/O (epoch ms, size): exact."""
+    found = {}
+    entries = _log(next(Path(logs).glob(f"stream{i}_iops.*.log"), Path(logs) / "none"), field=3)
+    for ddir, ios in entries.items():
+        if not ios:
+            continue
+        origin = min(t for t, _ in ios) - 1  # the first I/O completed in the first ms
+        size = max(t for t, _ in ios) - origin
+        nbytes, ops = [0] * size, [0] * size
+        for t, bs in ios:
+            nbytes[t - origin - 1] += bs
+            ops[t - origin - 1] += 1
+        found[ddir] = timeseries.raw(origin / 1000, 0.001, nbytes, ops, "fio iops log (every I/O)")
     return found
 
 
