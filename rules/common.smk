@@ -72,10 +72,30 @@ def cell_priority(wildcards):
     )
 
 
+def precondition_record(host="{host}", array="{array}"):
+    return f"{RESULTS}/runs/{host}/{array}/precondition.json"
+
+
+def preconditioned(wildcards):
+    """With config precondition, an array's first steps wait for its preconditioning (not a path array's)."""
+    kind = CAMPAIGN["arrays"][wildcards.array]["kind"]
+    if CAMPAIGN["precondition"] is None or kind == "path":
+        return {}
+    return {"precondition": precondition_record(wildcards.host, wildcards.array)}
+
+
+def mkfs_input(wildcards):
+    return {"array": array_record(wildcards.host, wildcards.array)} | preconditioned(
+        wildcards
+    )
+
+
 def write_input(wildcards):
     """A filesystem is written once mounted; raw and path targets are written on the array itself."""
     if wildcards.target in ("raw", "path"):
-        return {"setup": array_record(wildcards.host, wildcards.array)}
+        return {
+            "setup": array_record(wildcards.host, wildcards.array)
+        } | preconditioned(wildcards)
     return {"setup": record_file("mount"), "ready": state_file("mount")}
 
 

@@ -156,6 +156,12 @@ def _check_semantics(config: dict) -> None:
             io["log_interval"] = parse_duration(io["log_interval"])
         except ValueError:
             raise _fail("io.log_interval", io["log_interval"], DURATION_ALLOWED) from None
+    if config["precondition"] is not None:
+        pre = config["precondition"]
+        pre["block_size"] = _size(pre["block_size"], "precondition.block_size")
+        if pre["block_size"] % DIRECT_ALIGN:
+            allowed = f"a multiple of {DIRECT_ALIGN} bytes (preconditioning writes with O_DIRECT)"
+            raise _fail("precondition.block_size", format_size(pre["block_size"]), allowed)
     if "steady" in io and "runtime" not in io:
         raise _fail("io.steady", io["steady"], "a steady-state test with io.runtime only (a time-based run)")
     if io["engine"] == "dd" and set(io["patterns"]) != {"seq"}:

@@ -1,4 +1,4 @@
-"""The device steps of a cell as plain functions: prepare_array, mkfs, mount, write, read, metadata.
+"""The device steps of a cell as plain functions: prepare_array, precondition, mkfs, mount, write, read, metadata.
 
 Each takes the cell's settings and the record of the step before it, checks that the real state is what
 that record says (sysfs, blkid, mountinfo, the file's inode) instead of trusting the files that connect
@@ -13,7 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fsbench import measure, provenance
+from fsbench.engines.job import Job, Stream
+from fsbench.engines.registry import run_engine
 from fsbench.hosts import check_host
+from fsbench.rows import rate
 from fsbench.storage import arrays, devices
 from fsbench.storage.arrays import ArrayState, Filesystem, Mount, Target
 
@@ -37,6 +40,55 @@ def prepare_array(spec: dict, name: str, host: str, workdir) -> dict:
         "host": host,
         "spec": spec,
         "state": state.as_record(),
+        "started_at": started,
+        "seconds": time.perf_counter() - t0,
+        "machine": provenance.machine(),
+    }
+
+
+def precondition(spec: dict, array_spec: dict, array_record: dict, name: str, host: str, workdir, log_interval=None):
+    """Write the whole array spec["passes"] times (SNIA's workload-independent preconditioning), in
+    spec["block_size"] blocks, seq or (each block once per pass) rand, O_DIRECT, every device at once, with the
+    python engine; each pass's figure and time series recorded. Meaningful on real devices (an SSD's flash
+    translation layer, a RAID's parity): a loop image over a file only fills its file."""
+    check_host(host)
+    state = bring_up({"host": host, "array_spec": array_spec, "array": name}, array_record, workdir)
+    bs = spec["block_size"]
+    size = min(devices.device_size(d) for d in state.devices) // bs * bs
+    started, t0, passes = _now(), time.perf_counter(), []
+    for k in range(1, spec["passes"] + 1):
+        arrays.check_writable(state, workdir, f"arrays.{name}")
+        job = Job(tuple(Stream(d, 0, True) for d in state.devices), size, bs, spec["pattern"], True, seed=k)
+        result = run_engine("python", "write", job)
+        series = measure.series_of({"log_interval": log_interval} if log_interval else {}, result)
+        figure = {
+            "pass": k,
+            "bytes": result["bytes"],
+            "seconds": result["seconds"],
+            "seconds_durable": result["seconds_durable"],
+            "mb_s": rate(result["bytes"], result["seconds_durable"]),
+            "started_at": result["started_at"],
+            "command": result["command"],
+            "timeseries": series,
+        }
+        passes.append(figure)
+        log.info(
+            "pass %d of %d: %d bytes in %.2f s = %.1f MB/s (durable)%s",
+            k,
+            spec["passes"],
+            figure["bytes"],
+            figure["seconds_durable"],
+            figure["mb_s"],
+            "; its series has a drop" if series.get("judged", {}).get("drop") else "",
+        )
+    return {
+        "step": "precondition",
+        "array": name,
+        "host": host,
+        "spec": spec,
+        "devices": list(state.devices),
+        "bytes_per_device": size,
+        "passes": passes,
         "started_at": started,
         "seconds": time.perf_counter() - t0,
         "machine": provenance.machine(),
