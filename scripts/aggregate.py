@@ -11,6 +11,7 @@ import pandas as pd
 
 from fsbench.analysis.aggregate import measurements, with_stops
 from fsbench.analysis.compare import comparisons
+from fsbench.analysis.hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.analysis.series import timeseries_table
 from fsbench.analysis.stats import summarize, summarize_baselines
 from fsbench.analysis.summary import summary_html, summary_markdown
@@ -29,10 +30,11 @@ def aggregate(records, baselines, out, campaign):
     earlier = pd.concat([pd.read_csv(p) for p in baselines], ignore_index=True) if baselines else None
     earlier_summary = summarize_baselines(earlier) if earlier is not None else None
     title = f"fsbench campaign '{campaign}'"
+    per_host = hosts_blocks(records)  # all-hosts cells: each host's first-done, last-done and the stonewall
     with open(out.markdown, "w") as f:
-        f.write(summary_markdown(summary, title, earlier_summary, verdicts))
+        f.write(with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host))
     with open(out.html, "w") as f:
-        f.write(summary_html(summary, title, earlier_summary, verdicts))
+        f.write(with_hosts_html(summary_html(summary, title, earlier_summary, verdicts), per_host))
     return {
         "rows": len(df),
         "timeseries_rows": len(series),

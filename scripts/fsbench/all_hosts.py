@@ -5,6 +5,10 @@ time, from the first host's start to the last host's end; each host's own figure
 The write and the read are each a job (rules write and read) on one node; it starts one part per host
 with srun (one task per node) under Slurm, or, with this host as the only one, as a plain subprocess.
 The parts meet at a start time given to them.
+
+The record also says per host when its first and last stream finished, the cell's first-done and last-done
+host, the tail between them and the stonewall figure (what every host had moved when the first finished, over
+that time), and flags `straggler` on a host far slower than the others (timeseries.stragglers).
 """
 
 import json
@@ -14,10 +18,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from fsbench import timeseries
 from fsbench.cells import ALL_HOSTS
 from fsbench.engines.job import aggregate
 from fsbench.hosts import array_dir, check_host, part_host, short_hostname
-from fsbench.measure import measure_read, measure_write, measurement_record
+from fsbench.measure import measure_read, measure_write, measurement_record, series_flags, series_of
 from fsbench.records import read_json, write_json
 from fsbench.rows import flags_for
 from fsbench.storage import arrays, devices
@@ -126,10 +131,58 @@ def measure(cell: dict, op: str, hosts: list[str], scratch: str, record_dir) -> 
     result = aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
     if op == "read":
         result["cached_before"] = sum(p["row"]["cached_before"] for p in parts) / len(parts)
+    # The cell's series: the hosts' series summed by wall time.
+    result["recorded_series"] = timeseries.combine([_as_recorded(p.get("timeseries")) for p in parts])
+    series = series_of(cell, result)
+    rows = [p["row"] for p in parts]
+    per_host = by_host(hosts, parts)
+    for row, host in zip(rows, hosts, strict=True):
+        if per_host["hosts"][host].get("straggler"):
+            row["flags"] = ";".join([f for f in row["flags"].split(";") if f] + ["straggler"])
     target = arrays.Target.from_record(parts[0]["setup"])
-    record = measurement_record(cell, op, result, target, parts=[p["row"] for p in parts])
+    more = {"parts": rows, "parts_timeseries": [p.get("timeseries", {}) for p in parts], "hosts": per_host}
+    record = measurement_record(cell, op, result, target, timeseries=series, **more)
     record["row"]["host"] = ALL_HOSTS
     # Time-based: each part's read checked that it covered what its write moved (its own row's flags).
     expected = None if cell.get("runtime") else cell["size"] * cell["streams"] * len(hosts)
-    record["row"]["flags"] = flags_for(record["row"], expected, result["streams"])
+    flags = flags_for(record["row"], expected, result["streams"]).split(";")
+    record["row"]["flags"] = ";".join([f for f in flags if f] + series_flags(cell, series))
     return record
+
+
+def _as_recorded(ts: dict | None) -> dict | None:
+    """A part's series as recorded bins (timeseries.raw) of its interval, to be summed with the others'."""
+    if not ts:
+        return None
+    return timeseries.raw(ts["start"], ts["interval_s"], ts["bytes"], ts["ops"], ts["source"])
+
+
+def by_host(hosts: list[str], parts: list[dict]) -> dict:
+    """Per host (elbencho's first-done and last-done, IOR's stonewalling): when its first and its last stream
+    finished (seconds from the cell's start, the earliest stream's start), its rate, and whether it straggles;
+    for the cell the first and last host done, the tail between them and the stonewall figure."""
+    found = {}
+    for host, p in zip(hosts, parts, strict=True):
+        streams = p["streams"]
+        found[host] = {
+            "start": min(s["start"] for s in streams),
+            "end": max(s["end"] for s in streams),
+            "first_stream_end": min(s["end"] for s in streams),
+            "bytes": p["row"]["bytes"],
+            "mb_s": p["row"]["mb_s"],
+            "timeseries": p.get("timeseries") or {},
+        }
+    t0 = min(h["start"] for h in found.values())
+    wall = timeseries.stonewall(found)
+    slow = timeseries.stragglers({h: v["mb_s"] * 1e6 for h, v in found.items()})
+    table = {
+        h: {
+            "first_done_s": v["first_stream_end"] - t0,
+            "last_done_s": v["end"] - t0,
+            "bytes": v["bytes"],
+            "mb_s": v["mb_s"],
+            **({"straggler": slow[h]} if h in slow else {}),
+        }
+        for h, v in found.items()
+    }
+    return {k: v for k, v in wall.items() if k != "done_s"} | {"hosts": table}
