@@ -102,10 +102,12 @@ def timeseries_figure(table: pd.DataFrame, measurements: pd.DataFrame | None = N
     table = table[~table["host"].astype(str).str.endswith("@all")]  # the hosts of an all-hosts cell: its own rows
     vary = varying(table)
     table = table.assign(test=[label_of_test(r, vary) for _, r in table.iterrows()])
+    several = table["host"].nunique() > 1  # then a colour per target and host
+    table = table.assign(line=table["target"].astype(str) + (" on " + table["host"].astype(str) if several else ""))
     order = sort_rows(table.drop_duplicates(["array", "block_size", *vary]), ["array", "block_size", *vary])
     rows = list(dict.fromkeys(zip(order["array"], order["test"], strict=True)))
     ops = [op for op in ("write", "read") if op in set(table["op"])] + sorted(set(table["op"]) - {"write", "read"})
-    targets = list(dict.fromkeys(sort_rows(table, ["target"])["target"]))
+    targets = list(dict.fromkeys(sort_rows(table, ["target", "host"])["line"]))
     colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
     flagged = _flagged(measurements)
     keys = ("host", "array", "target", "op", "pattern", "block_size", "direct", "streams", "iodepth", "rep")
@@ -115,13 +117,13 @@ def timeseries_figure(table: pd.DataFrame, measurements: pd.DataFrame | None = N
             for j, op in enumerate(ops):
                 ax = axes[i, j]
                 part = table[(table["array"] == array) & (table["test"] == test) & (table["op"] == op)]
-                for (target, _rep, _host), one in part.groupby(["target", "rep", "host"], sort=False):
+                for (line, _rep, _host), one in part.groupby(["line", "rep", "host"], sort=False):
                     r = one.iloc[0]
                     dashed = tuple(str(r[k]) for k in keys) in flagged
                     ax.plot(
                         one["t_s"],
                         one["mb_s"],
-                        color=colours[target],
+                        color=colours[line],
                         lw=1.2,
                         alpha=0.85,
                         ls="--" if dashed else "-",
