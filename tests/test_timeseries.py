@@ -88,6 +88,10 @@ def test_drop_is_an_interval_below_the_share_of_the_median():
     assert timeseries.drop(steady_series([400e6] * 6 + [250e6] * 2), share=0.7)["rate"] == 250e6
     # Too few operations per interval: pairs merge until there are enough, else no verdict.
     assert timeseries.drop(steady_series([1e6, 0] * 10, ops=2)) is None
+    # Too short a run: windows under DROP_WINDOW (0.2 s) cannot tell a drop from a scheduler's stall.
+    brief = steady_series([400e6] * 20 + [0] * 5 + [400e6] * 20)
+    brief = brief | {"interval_s": 0.001, "interval_lengths_s": [0.001] * 45, "t_s": [i / 1000 for i in range(1, 46)]}
+    assert timeseries.drop(brief) is None
 
 
 def test_steady_state_is_the_snia_range_and_excursion_of_the_last_window():

@@ -140,8 +140,8 @@ def drop(ts: dict, share: float = DROP_SHARE) -> dict | None:
     if not ts:
         return None
     nbytes, lengths, ops = _judged(ts)
-    if len(ops) < 3 or median(ops) < MIN_OPS:
-        return None
+    if len(ops) < 3 or median(ops) < MIN_OPS or median(lengths) < DROP_WINDOW * 0.99:
+        return None  # too short a run to tell a drop from noise
     found = [b / t for b, t in zip(nbytes, lengths, strict=True)]
     overall = median(found)
     # What an interval falls from: the median of the whole series, or of the intervals before it where that is
