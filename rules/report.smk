@@ -62,6 +62,7 @@ rule plots:
     input:
         measurements=f"{RESULTS}/measurements.csv",
         summary=f"{RESULTS}/summary.csv",
+        comparisons=f"{RESULTS}/comparisons.csv",
         baselines=BASELINE_ROWS,
     output:
         plot_files(as_report_items=True),
