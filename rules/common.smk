@@ -5,6 +5,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from fsbench import cells as campaign_cells
 from fsbench import config as campaign_config
+from fsbench.engines import capabilities
 from fsbench.cells import ALL_HOSTS, LOCAL
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
@@ -168,10 +169,12 @@ def plot_files(as_report_items=False):
         t != "raw" for t in TARGETS
     )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
-    # dd reports no per-call times: no latency plot for a dd campaign (its IOPS come from dd's records).
-    names += ["iops"] + (["latency"] if CAMPAIGN["io"]["engine"] != "dd" else [])
-    # dd records no time series either (timeseries.csv has no rows for it).
-    names += ["timeseries"] if CAMPAIGN["io"]["engine"] != "dd" else []
+    # An engine without per-call times (dd) gets no latency plot (its IOPS come from dd's records).
+    timed = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.LATENCY) is None
+    names += ["iops"] + (["latency"] if timed else [])
+    # Nor a time series (timeseries.csv has no rows for it).
+    series = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.TIMESERIES)
+    names += ["timeseries"] if series is None else []
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []

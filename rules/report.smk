@@ -69,6 +69,7 @@ rule plots:
         measurements=f"{RESULTS}/measurements.csv",
         timeseries=f"{RESULTS}/timeseries.csv",
         summary=f"{RESULTS}/summary.csv",
+        comparisons=f"{RESULTS}/comparisons.csv",
         baselines=BASELINE_ROWS,
     output:
         plot_files(as_report_items=True),

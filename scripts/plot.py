@@ -12,8 +12,9 @@ from fsbench.step_report import run_step
 def plot(inp, outdir, with_series):
     # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
     baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
+    verdicts = pd.read_csv(inp.comparisons)
     measurements = pd.read_csv(inp.measurements)
-    paths = plot_campaign(measurements, pd.read_csv(inp.summary), Path(outdir), baselines)
+    paths = plot_campaign(measurements, pd.read_csv(inp.summary), Path(outdir), baselines, verdicts)
     if with_series:  # not for dd, which records no series (rules/common.smk)
         paths += plot_timeseries(pd.read_csv(inp.timeseries), Path(outdir), measurements)
     return [str(p) for p in paths]

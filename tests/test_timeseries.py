@@ -12,11 +12,12 @@ import pytest
 
 from fsbench import timeseries
 from fsbench.analysis.series import COLUMNS as SERIES_COLUMNS
+from fsbench.cells import CellSpec
 from fsbench.config import ConfigError, validate
 from fsbench.engines import fio, loops
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
-from fsbench.measure import series_flags, series_of
+from fsbench.measure import judged_series, series_flags, series_of
 from fsbench.plan import Plan
 from fsbench.storage import devices
 
@@ -161,14 +162,22 @@ def test_log_interval_drop_and_steady_reach_the_cells_only_when_set():
             validate(BASE | {"io": BASE["io"] | bad})
 
 
+def cell_spec(**settings) -> CellSpec:
+    place = {"campaign": "t", "host": "local", "array": "a", "target": "raw", "fs_type": "raw", "test": "x", "rep": 1}
+    return CellSpec.from_params(place | {"array_spec": {}, "fs": None, "workdir": "/nonexistent"} | settings)
+
+
 def test_a_record_judges_its_series_with_the_cells_settings():
     rec = timeseries.raw(0.0, 0.1, [400] * 30 + [40] * 20 + [400] * 30, [100] * 80, "python loop")
-    cell = {"runtime": 8.0, "steady": {"window": 5, "range": 0.2, "slope": 0.1}}
-    ts = series_of(cell, {"recorded_series": rec, "seconds": 8.0})
+    result = {"recorded_series": rec, "seconds": 8.0}
+    cell = cell_spec(runtime=8.0, steady={"window": 5, "range": 0.2, "slope": 0.1})
+    ts = series_of(cell, result)
     assert ts["interval_s"] == 0.1 and ts["judged"]["drop"]["at_s"] == pytest.approx(3.2)  # judged in 0.2 s windows
-    assert ts["judged"]["steady"]["steady"] and series_flags(cell, ts) == ["drop"]
-    ts = series_of(cell | {"drop": 0.05}, {"recorded_series": rec, "seconds": 8.0})
-    assert series_flags(cell, ts) == []
+    assert ts["judged"]["steady"]["steady"] and series_flags(ts) == ["drop"]
+    assert series_flags(series_of(cell_spec(runtime=8.0, drop=0.05), result)) == []
+    # io.steady judges time-based runs only
+    assert "steady" not in series_of(cell_spec(steady={"window": 5}), result)["judged"]
+    assert judged_series({"recorded_series": {}, "seconds": 1.0}) == {}  # dd
 
 
 # A real device whose rate is cut from outside: the kernel's blkio throttle on one loop device ------------------
@@ -205,8 +214,7 @@ def test_a_write_cut_from_outside_is_flagged_drop_and_its_series_shows_the_cut(r
     job = Job((Stream(dev, 0, True),), 1536 * MiB, 64 * KiB, direct=True, runtime=4.0)
     with cut_from_outside(dev):
         got = ENGINES[name].write(job)
-    cell = {"runtime": 4.0, "steady": {"window": 30}}
-    ts = series_of(cell, got)
+    ts = judged_series(got, steady={"window": 30, "range": 0.2, "slope": 0.1})
     assert ts["interval_s"] == pytest.approx(0.1) and sum(ts["bytes"]) == got["bytes"]
     rates = dict(zip(ts["t_s"], timeseries.rates(ts), strict=True))
     # fio's series starts with its first write, a few tenths of a second after the throttle's clock started.
@@ -215,9 +223,8 @@ def test_a_write_cut_from_outside_is_flagged_drop_and_its_series_shows_the_cut(r
     assert median(after) < 1.25 * SLOW < 2.5 * SLOW < median(before), (before, after)
     assert ts["judged"]["drop"]["at_s"] >= CUT_AT - 0.6 and ts["judged"]["drop"]["median"] > 2.5 * SLOW
     # Thirty intervals, across the cut, are far from steady.
-    assert series_flags(cell, ts) == ["drop", "not-steady"]
-    unasked = {"runtime": 4.0}  # no io.steady: no steady-state verdict
-    assert series_flags(unasked, series_of(unasked, got)) == ["drop"]
+    assert series_flags(ts) == ["drop", "not-steady"]
+    assert series_flags(judged_series(got)) == ["drop"]  # no io.steady: no steady-state verdict
 
 
 def test_a_constant_rate_is_steady_and_a_rising_one_is_not(tmp_path, stepping_clock):
