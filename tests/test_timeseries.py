@@ -242,6 +242,17 @@ def test_a_constant_rate_is_steady_and_a_rising_one_is_not(tmp_path, stepping_cl
 
 
 @needs_root
+def test_dd_records_no_series_and_says_so(ram_scratch, tmp_path):
+    config = ram_xfs_campaign(ram_scratch, "dd", engine="dd", size="16MiB", block_sizes=["1MiB"])
+    run_campaign(tmp_path, config)
+    out = tmp_path / "results/dd"
+    assert list(pd.read_csv(out / "timeseries.csv").columns) == SERIES_COLUMNS
+    assert pd.read_csv(out / "timeseries.csv").empty and not (out / "plots/timeseries.png").exists()
+    record = json.loads(next((out / "runs").glob("*/ram/xfs/*/rep1/write.json")).read_text())
+    assert record["timeseries"] == {} and "drop" not in record["row"]["flags"]
+
+
+@needs_root
 @pytest.mark.parametrize("engine_name", ["python", "fio"])
 def test_a_campaign_gathers_every_measurements_series_into_timeseries_csv(ram_scratch, tmp_path, engine_name):
     config = ram_xfs_campaign(
