@@ -82,12 +82,12 @@ def _trim(r: dict) -> dict:
 def series(recorded: dict, duration: float, log_interval: float = LOG_INTERVAL) -> dict:
     """The record's `timeseries`: the recorded bins summed into intervals of interval_for(duration), each with
     its end `t_s` (seconds from the start) and length `interval_s` (the last may be shorter: it ends with the
-    measurement). {} where nothing was recorded (dd)."""
+    measurement, or with the last bin, whichever is later). {} where nothing was recorded (dd)."""
     if not recorded:
         return {}
     step = recorded["step_s"]
-    if duration <= 0:
-        duration = len(recorded["bytes"]) * step
+    # At least what the bins span: fio's `seconds` (its calls' time) can end before its last logged completion.
+    duration = max(duration, len(recorded["bytes"]) * step)
     interval = interval_for(duration, log_interval, step)
     n = max(1, math.ceil(duration / interval - 1e-9))
     nbytes, ops = [0] * n, [0] * n
