@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from fsbench import timeseries
+from fsbench.analysis.hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.analysis.series import COLUMNS as SERIES_COLUMNS
 from fsbench.cells import CellSpec
 from fsbench.config import ConfigError, validate
@@ -280,3 +281,27 @@ def test_a_campaign_gathers_every_measurements_series_into_timeseries_csv(ram_sc
     record = json.loads(next((out / "runs").glob("*/ram/raw/seq-*/rep1/write.json")).read_text())
     assert record["timeseries"]["interval_s"] <= 0.1 and "drop" in record["timeseries"]["judged"]
     assert "log_interval" not in record["cell"]  # not set: the cells' params are what they were
+
+
+def test_summary_gets_a_per_host_section_for_all_hosts_cells(tmp_path):
+    row = {"array": "p", "target": "path", "block_size": MiB, "op": "write", "rep": 1, "mb_s": 32.1}
+    hosts = {
+        "first_done_s": 0.032,
+        "last_done_s": 3.134,
+        "tail_s": 3.102,
+        "stonewall_bytes": 50.7e6,
+        "stonewall_mb_s": 1591.0,
+        "hosts": {
+            "n1": {"first_done_s": 0.03, "last_done_s": 0.032, "mb_s": 1612.0},
+            "n2": {"first_done_s": 3.1, "last_done_s": 3.134, "mb_s": 16.1, "straggler": "16.1 MB/s, 99% below"},
+        },
+    }
+    (tmp_path / "write.json").write_text(json.dumps({"row": row, "hosts": hosts}))
+    (tmp_path / "plain.json").write_text(json.dumps({"row": row}))
+    blocks = hosts_blocks([str(tmp_path / "write.json"), str(tmp_path / "plain.json")])
+    md = with_hosts_markdown("# title\n", blocks)
+    assert "## All-hosts cells, per host" in md and "### p/path 1MiB write rep 1" in md
+    assert "stonewall 1591 MB/s" in md and "| n2 | 3.100 | 3.134 | 16.1 | 16.1 MB/s, 99% below |" in md
+    page = with_hosts_html('<body>\n<h1>t</h1>\n<p class="note">n</p>\n</body></html>', blocks)
+    assert page.index("All-hosts cells, per host") < page.index('<p class="note">')
+    assert hosts_blocks([str(tmp_path / "plain.json")]) == [] and with_hosts_markdown("x", []) == "x"
