@@ -8,12 +8,15 @@ The 95 % interval is that of the geometric mean: a Student-t interval of the mea
 Everything here is pure: frames in, new frames or text out.
 """
 
+import re
+
 import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
 from .document import FLAG_MEANING, Heading, Para, Rate, Table, Verdict, blocks_html, blocks_markdown, number
 from .sizes import format_size
+from .validity import INVALIDATING, NOT_COMPARABLE, cell_reasons
 
 # What makes two measurements the same test (besides op).
 TEST = ["pattern", "block_size", "direct", "streams", "iodepth", "shared_file"]
@@ -231,12 +234,15 @@ DECIDING = {"write": ["mb_s", "mb_s_durable"], "read": ["mb_s"]}
 
 
 # What a decision keeps of each comparison it weighed (fsbench.compare.questions).
-QUESTION_KEYS = ("a", "b", "op", "metric", "ratio", "p_value", "verdict", "open")
+QUESTION_KEYS = ("a", "b", "op", "metric", "ratio", "p_value", "verdict", "open", "valid_a", "valid_b")
 
 
 def _question_text(q: dict) -> str:
-    """'ext4 vs xfs durable write: slower (p=0.002)'."""
-    return f"{q['a']} vs {q['b']} {metric_name(q['op'], q['metric'])}: {q['verdict']} (p={_p_text(q['p_value'])})"
+    """'ext4 vs xfs durable write: slower (p=0.002)'; 'ext4 vs xfs read: not comparable (ext4 not valid: short)'."""
+    said = f"p={_p_text(q['p_value'])}"
+    if q["verdict"] == NOT_COMPARABLE:
+        said = str(q.get("note", "")).split("; ")[0].removeprefix(f"{NOT_COMPARABLE}: ")
+    return f"{q['a']} vs {q['b']} {metric_name(q['op'], q['metric'])}: {q['verdict']} ({said})"
 
 
 def _listed(items: list[str], most: int = 3) -> str:
@@ -269,8 +275,9 @@ def repeat_decision(rows: list[dict], plan: dict, questions: list[dict] | None =
     elif wanted:
         stopped, reason = "max", f"max: {k} repeats, still {_listed(wanted)}"
     elif plan.get("decide"):
-        decided = [_question_text(q) for q in questions if q["verdict"] != UNDECIDED]
-        hopeless = [_question_text(q) for q in questions if q["verdict"] == UNDECIDED]
+        # A comparison resting on a figure that is not valid is no answer, and more repeats cannot make it one.
+        decided = [_question_text(q) for q in questions if q["verdict"] in ("faster", "slower")]
+        hopeless = [_question_text(q) for q in questions if q["verdict"] not in ("faster", "slower")]
         if hopeless:
             stopped = "undecidable"
             reason = f"undecidable: after {k} repeats, not even {plan['max']} would decide {_listed(hopeless)}"
@@ -286,9 +293,7 @@ def repeat_decision(rows: list[dict], plan: dict, questions: list[dict] | None =
         "stopped": stopped,
         "reason": reason,
         "ci": ci,
-        "questions": [
-            {c: q[c] for c in ("a", "b", "op", "metric", "ratio", "p_value", "verdict", "open")} for q in questions
-        ],
+        "questions": [{c: q.get(c) for c in QUESTION_KEYS} for q in questions],
         "plan": plan,
     }
 
@@ -336,6 +341,7 @@ def _rate(row, stopped="") -> Rate:
         stopped,
         str(note) if pd.notna(note) else "",
         str(unit) if isinstance(unit, str) else "MB/s",
+        cell_reasons(row.get("flags")),
     )
 
 
@@ -374,7 +380,8 @@ def verdict_blocks(comparisons: pd.DataFrame | None, source: str = "comparisons.
     MAX_VERDICTS), then how many found none. Nothing when there are no comparisons."""
     if comparisons is None or comparisons.empty:
         return []
-    decided = comparisons[comparisons["verdict"] != UNDECIDED]
+    invalid = comparisons[comparisons["verdict"] == NOT_COMPARABLE]
+    decided = comparisons[~comparisons["verdict"].isin([UNDECIDED, NOT_COMPARABLE])]
     undecided = comparisons[comparisons["verdict"] == UNDECIDED]
     vary = varying(comparisons) + [c for c in ("iodepth", "shared_file") if several(comparisons, c)]
     named = [c for c in ("campaign", "host", "array") if c in comparisons and several(comparisons, c)]
@@ -383,32 +390,59 @@ def verdict_blocks(comparisons: pd.DataFrame | None, source: str = "comparisons.
         Para(
             "Verdicts, a relative to b: ratio = a's median / b's, its 95% interval and p from Welch's t-test "
             "on log(rate); faster or slower where the interval excludes 1 (p < 0.05). Writes are compared by "
-            "their durable rate."
+            "their durable rate. Only valid figures answer: where a side has a repeat that is not valid, the "
+            "comparison is not comparable (README, Valid figures)."
         )
     ]
-    if len(decided):
+    # The valid answers lead; those resting on a figure that is not valid follow, greyed, never as a verdict.
+    listed = pd.concat([decided, invalid]).head(MAX_VERDICTS)
+    if len(listed):
         rows = [
             [
                 f"{r['a']} vs {r['b']}",
                 _where(r, vary, named),
                 f"{number(r['ratio'])} [{number(r['ci_low'])}–{number(r['ci_high'])}]",
                 _p_text(r["p_value"]),
-                Verdict(str(r["verdict"])),
+                Verdict(str(r["verdict"]), _not_comparable_why(r)),
             ]
-            for _, r in decided.head(MAX_VERDICTS).iterrows()
+            for _, r in listed.iterrows()
         ]
         blocks.append(Table(["a vs b", "where", "ratio a/b [95% CI]", "p", "verdict"], rows))
     said = []
     if len(decided) > MAX_VERDICTS:
         said.append(f"{len(decided) - MAX_VERDICTS} more with a clear difference are in {source}.")
+    if len(invalid):
+        more = max(0, len(invalid) - max(0, MAX_VERDICTS - len(decided)))
+        said.append(
+            f"Not comparable: {len(invalid)} of {len(comparisons)} comparisons rest on a figure that is not valid "
+            f"({', '.join(_invalid_counts(invalid))})" + (f"; {more} of them only in {source}." if more else ".")
+        )
     few = int(undecided["note"].fillna("").str.contains(TOO_FEW, regex=False).sum()) if "note" in undecided else 0
     if len(undecided):
         which = f" ({few} of them with {TOO_FEW})" if few else ""
         lead = "No comparison shows a clear difference" if decided.empty else "No clear difference"
         said.append(f"{lead}: {len(undecided)} of {len(comparisons)} comparisons{which}; all are in {source}.")
-    else:
+    elif invalid.empty:
         said.append(f"All {len(comparisons)} comparisons show a clear difference; all are in {source}.")
     return [*blocks, Para(" ".join(said))]
+
+
+def _not_comparable_why(row) -> str:
+    """Why a comparison is not comparable: the first part of its note ('ext4 not valid: short'); '' otherwise."""
+    if row["verdict"] != NOT_COMPARABLE:
+        return ""
+    return str(row.get("note", "")).split("; ")[0].removeprefix(f"{NOT_COMPARABLE}: ")
+
+
+def _invalid_counts(invalid: pd.DataFrame) -> list[str]:
+    """How often each invalidating flag stands behind the not comparable comparisons: ['short: 18', 'cached: 2']."""
+    counts: dict[str, int] = {}
+    for _, r in invalid.iterrows():
+        why = _not_comparable_why(r)
+        for flag in INVALIDATING:
+            if re.search(rf"(?<![\w-]){flag}(?![\w-])", why):
+                counts[flag] = counts.get(flag, 0) + 1
+    return [f"{flag} {k}" for flag, k in counts.items()]
 
 
 def _target_name(target, fs_type) -> str:
@@ -478,7 +512,10 @@ def _array_tables(part: pd.DataFrame) -> list:
         [name, *(_rate(cells[k], mark.get((cells[k]["target"], *k), "")) if k in cells else "–" for k, _ in columns)]
         for name, cells in by_target.items()
     ]
-    blocks.append(Table(["target", *(label for _, label in columns)], rows))
+    # Tests as rows where they outnumber the targets (2 block sizes x 2 patterns x buffered/direct: 16 columns of
+    # ops and tests against a few targets reads better as 16 rows).
+    turn = len(tests[TEST].drop_duplicates()) > len(by_target)
+    blocks.append(_laid_out(Table(["target", *(label for _, label in columns)], rows), turn))
 
     # The seed's `real` line: what a user waits for, including the flush.
     durable = [c for c in columns if c[0][0] == "write"] if part["median_durable"].notna().any() else []
@@ -489,17 +526,38 @@ def _array_tables(part: pd.DataFrame) -> list:
             *(f"{label} durable" for _, label in durable),
             *(f"{label} vs raw" for _, label in ratio),
         ]
+        raw = by_target.get("Raw", {})
+
+        def shown(text, *cells) -> str:
+            # A figure from a cell that is not valid (or a share of a raw that is not) says so.
+            return f"{text} (not valid)" if any(c is not None and cell_reasons(c.get("flags")) for c in cells) else text
+
         rows = []
         for name, cells in by_target.items():
-            rate = [cells[k]["median_durable"] if k in cells else np.nan for k, _ in durable]
-            share = [cells[k]["efficiency_vs_raw"] if k in cells else np.nan for k, _ in ratio]
-            rows.append(
-                [name, *(f"{number(v)} MB/s" if pd.notna(v) else "–" for v in rate)]
-                + [f"{v:.0%}" if pd.notna(v) else "–" for v in share]
-            )
+            rate = [
+                shown(f"{number(cells[k]['median_durable'])} MB/s", cells[k])
+                if k in cells and pd.notna(cells[k]["median_durable"])
+                else "–"
+                for k, _ in durable
+            ]
+            share = [
+                shown(f"{cells[k]['efficiency_vs_raw']:.0%}", cells[k], raw.get(k))
+                if k in cells and pd.notna(cells[k]["efficiency_vs_raw"])
+                else "–"
+                for k, _ in ratio
+            ]
+            rows.append([name, *rate, *share])
         blocks += [Para("Durable write rate (median, including flush) and median as a share of raw:")]
-        blocks += [Table(header, rows)]
-    return blocks + stops
+        blocks += [_laid_out(Table(header, rows), turn)]
+    return blocks + [_laid_out(b, turn) if isinstance(b, Table) else b for b in stops]
+
+
+def _laid_out(table: Table, turn: bool) -> Table:
+    """`table` (targets as rows, tests as columns) as it is, or turned: tests as rows, targets as columns."""
+    if not turn:
+        return table
+    rows = [[label, *(row[i] for row in table.rows)] for i, label in enumerate(table.header[1:], start=1)]
+    return Table(["test", *(row[0] for row in table.rows)], rows, table.prose)
 
 
 def metadata_blocks(summary: pd.DataFrame) -> list:
