@@ -49,7 +49,7 @@ def with_validity(measurements: pd.DataFrame) -> pd.DataFrame:
 
 
 def side(rows: pd.DataFrame) -> tuple[bool, str]:
-    """(every repeat valid, why not: 'short (2 of 3), cached (1 of 3)', or 'short' where all carry it)."""
+    """(every repeat valid, why not: 'short in 2 of 3, cached in 1 of 3', or 'short' where all carry it)."""
     flags = rows["flags"] if "flags" in rows else pd.Series(dtype=object)
     per_repeat = [invalid_reasons(f) for f in flags]
     counts: dict[str, int] = {}
@@ -57,7 +57,7 @@ def side(rows: pd.DataFrame) -> tuple[bool, str]:
         for reason in dict.fromkeys(reasons):
             counts[reason] = counts.get(reason, 0) + 1
     n = len(per_repeat)
-    said = ", ".join(r if k == n else f"{r} ({k} of {n})" for r, k in counts.items())
+    said = ", ".join(r if k == n else f"{r} in {k} of {n}" for r, k in counts.items())
     return not counts, said
 
 
