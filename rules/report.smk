@@ -35,7 +35,7 @@ rule aggregate:
             caption="../report/summary.rst",
             category="Tables",
         ),
-        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.compare).
+        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.analysis.compare).
         comparisons=report(
             f"{RESULTS}/comparisons.csv",
             caption="../report/comparisons.rst",
@@ -63,6 +63,8 @@ rule plots:
         measurements=f"{RESULTS}/measurements.csv",
         summary=f"{RESULTS}/summary.csv",
         baselines=BASELINE_ROWS,
+        # The latency percentile curves read each measurement's histogram from its record.
+        records=cell_outputs(),
     output:
         plot_files(as_report_items=True),
     log:

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from fsbench import all_hosts, steps
-from fsbench.config import ALL_HOSTS
+from fsbench.cells import ALL_HOSTS
 from fsbench.plan import describe
 from fsbench.records import read_json, write_json
 from fsbench.step_report import run_step

@@ -18,8 +18,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from fsbench import devices  # noqa: E402
-from fsbench.records import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
+from fsbench.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
+from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
 SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
@@ -167,8 +167,8 @@ def seed_baseline(name="3ware-2012") -> pd.DataFrame:
 
 # The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.
 
-from fsbench.job import Job, Stream  # noqa: E402
-from fsbench.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
+from fsbench.engines.job import Job, Stream  # noqa: E402
+from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
 
 # What job.aggregate gives for a measurement, and the keys every stream of it has (engines add their own).
 FIGURE_KEYS = {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops", *LATENCY_COLUMNS}

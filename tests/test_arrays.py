@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fsbench import devices, guards
+from fsbench.storage import devices, guards, md
 
 from conftest import REPO, SNAKEMAKE, frozen_holding, held, needs_root, run_campaign
 
@@ -162,7 +162,7 @@ def test_btrfs_raid0_over_four_loop_members(scratch, tmp_path):
 
 @pytest.mark.parametrize("kind", ["mdadm", "loop"])
 def test_md_stops_here_with_a_clear_message(scratch, tmp_path, kind):
-    if guards.md_support() is None:
+    if md.md_support() is None:
         pytest.skip("this kernel has md: the refusal cannot be seen here")
     extra = devices.attach_loop_images(scratch / "disks2", 1, 128 * MiB)[0]
     if kind == "mdadm":
@@ -182,7 +182,7 @@ def test_md_stops_here_with_a_clear_message(scratch, tmp_path, kind):
 
 
 def test_mdadm_commands():
-    argv = guards.mdadm_create_argv("/dev/md/x", 5, 512 * 1024, ["/dev/sdb", "/dev/sdc", "/dev/sdd"])
+    argv = md.mdadm_create_argv("/dev/md/x", 5, 512 * 1024, ["/dev/sdb", "/dev/sdc", "/dev/sdd"])
     assert argv == [
         "mdadm",
         "--create",
@@ -197,5 +197,5 @@ def test_mdadm_commands():
         "/dev/sdc",
         "/dev/sdd",
     ]
-    assert "--chunk=512K" not in guards.mdadm_create_argv("/dev/md/x", 1, 512 * 1024, ["/dev/a", "/dev/b"])
-    assert guards.mdadm_stop_argv("/dev/md/x") == ["mdadm", "--stop", "/dev/md/x"]
+    assert "--chunk=512K" not in md.mdadm_create_argv("/dev/md/x", 1, 512 * 1024, ["/dev/a", "/dev/b"])
+    assert md.mdadm_stop_argv("/dev/md/x") == ["mdadm", "--stop", "/dev/md/x"]

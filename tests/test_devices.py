@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import devices
+from fsbench.storage import devices
 
 from conftest import held, needs_root
 
@@ -95,7 +95,7 @@ def test_release_command_frees_a_campaign(scratch, tmp_path):
 
 def btrfs_cell(bs: int, size: int) -> dict:
     """A cell on a 1 GiB btrfs loop array, as rules/common.smk's cell_spec makes it (no config check)."""
-    from fsbench.config import fingerprint
+    from fsbench.cells import fingerprint
 
     array = {"kind": "loop", "members": 1, "size": 1024 * MiB, "level": None, "chunk": 512 * 1024}
     fs = {"type": "btrfs", "mkfs": [], "mount": []}

@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench import fioengine, mixed
 from fsbench.config import ConfigError, validate
-from fsbench.engine import write
-from fsbench.job import Job, Stream
+from fsbench.engines import fio as fioengine
+from fsbench.engines import mixed
+from fsbench.engines.job import Job, Stream
+from fsbench.engines.python import write
 from fsbench.plan import Plan
 
 from conftest import held, needs_root, ram_xfs_campaign, run_campaign

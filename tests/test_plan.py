@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from fsbench.config import ALL_HOSTS, Cell, cells, validate
+from fsbench.cells import ALL_HOSTS, Cell, cells
+from fsbench.config import validate
 from fsbench.plan import WILDCARDS, Plan, describe, forget_device_state
 
 MiB = 2**20

@@ -14,13 +14,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from . import arrays, devices
-from .config import ALL_HOSTS
-from .hosts import array_dir, check_host, part_host, short_hostname
-from .job import aggregate
-from .measure import measure_read, measure_write, measurement_record
-from .records import flags_for, read_json, write_json
-from .system import run
+from fsbench.cells import ALL_HOSTS
+from fsbench.engines.job import aggregate
+from fsbench.hosts import array_dir, check_host, part_host, short_hostname
+from fsbench.measure import measure_read, measure_write, measurement_record
+from fsbench.records import read_json, write_json
+from fsbench.rows import flags_for
+from fsbench.storage import arrays, devices
+from fsbench.system import run
 
 # Seconds from launching the parts to their common start: enough for srun to start a task on every node.
 START_DELAY = 3.0

@@ -12,19 +12,21 @@ import shutil
 import socket
 from pathlib import Path
 
-from . import arrays, cache, devices, metadata, provenance, telemetry
-from .arrays import Target
-from .config import MIXED
-from .engines import run_engine, run_mixed
-from .job import Job, Stream
-from .latency import COLUMNS as LATENCY_COLUMNS
-from .records import COLUMNS, flags_for, rate
+from fsbench import provenance
+from fsbench.cells import MIXED
+from fsbench.engines import metadata
+from fsbench.engines.job import Job, Stream
+from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
+from fsbench.engines.registry import run_engine, run_mixed
+from fsbench.rows import COLUMNS, flags_for, rate
+from fsbench.storage import arrays, cache, devices, telemetry
+from fsbench.storage.arrays import Target
 
 IDENTITY_BYTES = 4096  # the head of the data, hashed, to tell our data from anything else
 
 
 def measure_metadata(target: Target, cell: dict, workdir) -> dict:
-    """The metadata test (fsbench.metadata) in a folder of its own on the target; one row per phase."""
+    """The metadata test (fsbench.engines.metadata) in a folder of its own on the target; one row per phase."""
     _ready_for_io(target, cell, workdir)
     where = Path(target.array.path) if cell["target"] == "path" else Path(workdir) / "mnt"
     root = where / f"fsbench-{cell['test']}-rep{cell['rep']}"

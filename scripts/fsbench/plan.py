@@ -10,7 +10,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from .config import (
+from fsbench.cells import (
     ALL_HOSTS,
     LOCAL,
     META_PATTERN,
@@ -27,7 +27,7 @@ from .config import (
     targets,
     tests,
 )
-from .hosts import array_dir
+from fsbench.hosts import array_dir
 
 # A cell's device steps leave a state file each (temp in Snakemake: gone once the next step has run). The
 # step after it needs that file, so Snakemake reruns a step whose successor must run: a write is always
@@ -157,7 +157,7 @@ class Plan:
 
     @functools.cache  # noqa: B019
     def partners(self, host: str, array: str, target: str, test: str) -> list[tuple[str, str]]:
-        """The (target, test) of every cell a cell is compared with (fsbench.compare.comparisons): each other target
+        """The (target, test) of every cell a cell is compared with (compare.comparisons): each other target
         on its array with the same test, and its own target at the next smaller and the next larger block size."""
         cell = Cell.from_wildcards(host, array, target, test, 1)
         found = [(t, test) for t in targets(self.campaign, array) if t != target]

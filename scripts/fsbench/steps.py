@@ -12,9 +12,10 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import arrays, devices, measure, provenance
-from .arrays import ArrayState, Filesystem, Mount, Target
-from .hosts import check_host
+from fsbench import measure, provenance
+from fsbench.hosts import check_host
+from fsbench.storage import arrays, devices
+from fsbench.storage.arrays import ArrayState, Filesystem, Mount, Target
 
 log = logging.getLogger("fsbench")
 

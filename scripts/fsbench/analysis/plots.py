@@ -20,17 +20,12 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter  # noqa: E402
 
-from .compare import comparisons  # noqa: E402
-from .sizes import format_size  # noqa: E402
-from .stats import (  # noqa: E402
+from fsbench.analysis.compare import comparisons  # noqa: E402
+from fsbench.analysis.stats import (  # noqa: E402
     PHASES,
     TEST,
-    UNDECIDED,
-    baseline_parts,
     is_metadata,
     label_of_test,
-    places,
-    several,
     sort_rows,
     summarize,
     summarize_baselines,
@@ -38,7 +33,9 @@ from .stats import (  # noqa: E402
     varying,
     with_iodepth,
 )
-from .validity import NOT_COMPARABLE, cell_reasons  # noqa: E402
+from fsbench.analysis.summary import UNDECIDED, baseline_parts, places, several  # noqa: E402
+from fsbench.analysis.validity import NOT_COMPARABLE, cell_reasons  # noqa: E402
+from fsbench.sizes import format_size  # noqa: E402
 
 DPI = 110
 OPS = ["write", "read"]
@@ -669,11 +666,10 @@ def _latency(measurements: pd.DataFrame) -> Figure | None:
     data = with_iodepth(measurements).dropna(subset=columns)
     if data.empty:
         return None
+    data = data.assign(invalid=data["flags"].map(lambda f: bool(cell_reasons(f))) if "flags" in data else False)
     keys = ["host", "array", "target", *PANEL, "iodepth"]
     medians = data.groupby(keys, sort=False, dropna=False)[columns].median()
-    medians["invalid"] = data.groupby(keys, sort=False, dropna=False)["flags"].agg(
-        lambda f: any(cell_reasons(x) for x in f)
-    )
+    medians["invalid"] = data.groupby(keys, sort=False, dropna=False)["invalid"].any()
     medians = medians.reset_index()
     several = [c for c in ("host", "array") if medians[c].nunique(dropna=False) > 1]
     medians["line"] = [" ".join([*(str(r[c]) for c in several), str(r["target"])]) for _, r in medians.iterrows()]

@@ -4,9 +4,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .records import COLUMNS, read_json
-from .stats import TEST, flag_above_raw
-from .validity import with_validity
+from fsbench.analysis.stats import TEST, flag_above_raw
+from fsbench.analysis.validity import with_validity
+from fsbench.records import read_json
+from fsbench.rows import COLUMNS
 
 # Beyond the contract's columns: what made each figure, and where its full record is; then whether the figure is
 # valid and why not (fsbench.validity), judged here from the flags so that old records need no new measurement.

@@ -10,9 +10,10 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import devices, guards
-from .records import write_json
-from .system import output, run
+from fsbench.records import write_json
+from fsbench.storage import devices, guards
+from fsbench.storage.md import md_name, md_support, mdadm_create_argv
+from fsbench.system import output, run
 
 
 class _Record:
@@ -99,7 +100,7 @@ def attach(array: dict, workdir, name: str = "") -> ArrayState:
     state = ArrayState(kind, tuple(members), tuple(members))
     check_writable(state, workdir, key)
     if kind == "mdadm" or array.get("level") is not None:
-        why = guards.md_support()
+        why = md_support()
         if why:
             raise devices.DeviceError(f"{key} (kind {kind}, RAID {array['level']}): {why}; nothing was written")
         md = assemble_md(members, array, workdir)
@@ -124,9 +125,9 @@ def check_writable(state: ArrayState, workdir, key: str = "array") -> None:
 
 def assemble_md(members: list[str], array: dict, workdir) -> str:
     """Create the md array over `members` (not reached on kernels without md: attach stops before)."""
-    md = guards.md_name(Path(workdir).parent.name, Path(workdir).name)
+    md = md_name(Path(workdir).parent.name, Path(workdir).name)
     if not os.path.exists(md):
-        run(guards.mdadm_create_argv(md, array["level"], array["chunk"], members))
+        run(mdadm_create_argv(md, array["level"], array["chunk"], members))
     write_json(Path(workdir) / "md.json", {"md": md, "members": members})
     return md
 

@@ -7,7 +7,7 @@ into the tail as the operations allow (a p99.99 needs 10,000 of them: fewer, and
 
 import pandas as pd
 
-from .latency import Histogram
+from fsbench.engines.latency import Histogram
 
 # The percentiles a curve is drawn through: enough points between the nines for the bends to show.
 GRID = [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99]

@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 import time
 
-from fsbench.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
-from fsbench.latency import Histogram
+from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
+from fsbench.engines.latency import Histogram
 from fsbench.system import ToolError
 
 
@@ -177,7 +177,7 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
 
 
 def _async_engine() -> str:
-    from fsbench.uring import why_unavailable
+    from fsbench.engines.uring import why_unavailable
 
     return "libaio" if why_unavailable() else "io_uring"
 

@@ -14,8 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records import read_json, write_json
-from .system import ToolError, output, run
+from fsbench.records import read_json, write_json
+from fsbench.storage.md import mdadm_stop_argv
+from fsbench.system import ToolError, output, run
 
 # mkfs without lazy initialisation, so no kernel thread writes in the background while we measure,
 # and with the force flag each tool needs to overwrite an earlier filesystem on the same image.
@@ -268,8 +269,6 @@ def release(scratch) -> list[str]:
             done.append(f"detached {dev} ({backing})")
     md = Path(root) / "md.json"
     if md.exists():  # an md array assembled over the members: stop it before they go
-        from .guards import mdadm_stop_argv  # guards imports this module
-
         name = read_json(md)["md"]
         run(mdadm_stop_argv(name), check=False)
         md.unlink()

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .latency import SUB_BITS
+from fsbench.engines.latency import SUB_BITS
 
 SOURCE = Path(__file__).with_name("loops.c")
 BUILD = Path(__file__).with_name("_build")

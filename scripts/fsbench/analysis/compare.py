@@ -25,10 +25,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from .document import Heading, Para, Table, blocks_markdown
-from .sizes import format_size
-from .stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, UNDECIDED, cell_flags, is_metadata, sort_rows, verdict_blocks
-from .validity import NOT_COMPARABLE, side
+from fsbench.analysis.document import Heading, Para, Table, blocks_markdown
+from fsbench.analysis.stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, cell_flags, is_metadata, sort_rows
+from fsbench.analysis.summary import UNDECIDED, verdict_blocks
+from fsbench.analysis.validity import NOT_COMPARABLE, side
+from fsbench.sizes import format_size
 
 # The test columns of measurements.csv beyond stats.TEST (docs/contract.md): a cell is the same test only where
 # these agree too. Empty where a measurements.csv has no such column.

@@ -12,8 +12,8 @@ wall time.
 
 import random
 
-from .engine import _run, stream
-from .job import PROGRESS_SECONDS, Job, aggregate
+from fsbench.engines.job import PROGRESS_SECONDS, Job, aggregate
+from fsbench.engines.python import _run, stream
 
 
 def kinds(blocks: int, rwmix_read: int, seed: int) -> list[bool]:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from .latency import Histogram
+from fsbench.engines.latency import Histogram
 
 PROGRESS_SECONDS = 10.0
 NEVER = 2**63 - 1  # a deadline that never comes (the largest perf_counter_ns a C int64 holds)

@@ -14,8 +14,8 @@ import tempfile
 import threading
 import time
 
-from fsbench.ddlog import parse_dd_log
-from fsbench.job import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
+from fsbench.engines.ddlog import parse_dd_log
+from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
 from fsbench.system import ToolError
 
 POOL_DIR = "/dev/shm"
