@@ -5,6 +5,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from fsbench import cells as campaign_cells
 from fsbench import config as campaign_config
+from fsbench.engines import capabilities
 from fsbench.cells import ALL_HOSTS, LOCAL
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
@@ -148,10 +149,9 @@ def plot_files(as_report_items=False):
         t != "raw" for t in TARGETS
     )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
-    # dd reports no per-call times: no latency plot for a dd campaign (its IOPS come from dd's records).
-    names += ["iops"] + (
-        ["latency", "latency_percentiles"] if CAMPAIGN["io"]["engine"] != "dd" else []
-    )
+    # An engine without per-call times (dd) gets no latency plots (its IOPS come from dd's records).
+    timed = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.LATENCY) is None
+    names += ["iops"] + (["latency", "latency_percentiles"] if timed else [])
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []

@@ -62,6 +62,7 @@ rule plots:
     input:
         measurements=f"{RESULTS}/measurements.csv",
         summary=f"{RESULTS}/summary.csv",
+        comparisons=f"{RESULTS}/comparisons.csv",
         baselines=BASELINE_ROWS,
         # The latency percentile curves read each measurement's histogram from its record.
         records=cell_outputs(),

@@ -15,9 +15,12 @@ from fsbench.step_report import run_step
 def plot(inp, outdir):
     # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
     baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
+    verdicts = pd.read_csv(inp.comparisons)
     # The latency percentile curves come from the histograms the records keep (measurements.csv has 4 percentiles).
     curves = percentile_curves([read_json(p) for p in record_paths(list(inp.records))])
-    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines, curves)
+    paths = plot_campaign(
+        pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines, verdicts, curves
+    )
     return [str(p) for p in paths]
 
 

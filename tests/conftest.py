@@ -65,13 +65,13 @@ def ram_scratch():
 
 
 def run_campaign(
-    workdir: Path, config: dict, *args: str, check: bool = True, env: dict | None = None
+    workdir: Path, config: dict, *args: str, check: bool = True, env: dict | None = None, checkout: Path = REPO
 ) -> subprocess.CompletedProcess:
-    """Run the workflow on `config` in `workdir`, as a user would with --configfile."""
+    """Run the workflow (of `checkout`) on `config` in `workdir`, as a user would with --configfile."""
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = workdir / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
+    argv = [str(SNAKEMAKE), "-s", str(checkout / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
     proc = subprocess.run(
         [*argv, "--configfile", str(cfg)], capture_output=True, text=True, timeout=1200, env=os.environ | (env or {})
     )

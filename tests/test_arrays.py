@@ -123,13 +123,17 @@ def test_path_array_runs_without_mkfs_or_mount(scratch, tmp_path):
     try:
         config = campaign(scratch, "path", {"p": {"kind": "path", "path": str(data)}}, raw=True)
         config["io"]["cache"] = "fadvise"
+        config["metadata"] = {"files": 200, "file_size": "4KiB", "dirs": 2}
         proc = run_campaign(tmp_path, config)
-        df = pd.read_csv(tmp_path / "results/path/measurements.csv")
+        every = pd.read_csv(tmp_path / "results/path/measurements.csv")
+        df = every[every.workload == "io"]
         assert list(df.target) == ["path", "path"] and set(df.op) == {"write", "read"}
         fs_type = subprocess.run(
             ["findmnt", "-n", "-o", "FSTYPE", "-T", str(data)], capture_output=True, text=True
         ).stdout.strip()
-        assert (df.fs_type == fs_type).all() and (df.bytes == 32 * MiB).all()
+        assert (df.bytes == 32 * MiB).all()
+        # One fs_type for every row of the folder, block I/O and metadata alike: the one the path lies on.
+        assert set(every.workload) == {"io", "metadata"} and (every.fs_type == fs_type).all()
         log = proc.stdout + proc.stderr
         assert "target=path" in log and "target=raw" not in log
         logs = tmp_path / "results/path/logs"

@@ -330,3 +330,29 @@ def test_streams_sharing_a_file_move_disjoint_interleaved_blocks_of_it(tmp_path,
 def test_extent_is_where_the_last_block_of_the_order_ends(pattern, slots, slot, counts):
     job = Job((Stream("/x", 8192, False, slot),), 16 * 4096, 4096, pattern, slots=slots, counts=counts)
     assert extent(job, 0) == max(offsets(job, 0)) + 4096
+
+
+def test_the_c_loop_builds_without_warnings_and_outside_the_source_tree(tmp_path, monkeypatch):
+    """-Werror here (not in a user's build: a newer compiler's new warning must not stop a measurement); without
+    make setup's library, the first measurement builds into the cache folder, never beside the source."""
+    assert loops.build(into=tmp_path / "strict", extra=("-Werror",)).exists()
+    monkeypatch.setattr(loops, "BUILD", tmp_path / "no-setup")
+    monkeypatch.setenv("FSBENCH_CACHE", str(tmp_path / "cache"))
+    lib = loops.build()
+    assert lib.parent == tmp_path / "cache" and not (tmp_path / "no-setup").exists()
+    assert loops.build() == lib  # built once
+
+
+def test_a_write_the_kernel_takes_short_is_finished_at_every_depth():
+    """Linux moves at most 2 GiB - 4 KiB in one write: a 2 GiB block is written short, then finished, through
+    pwrite (depth 1) and io_uring (depth 2) alike."""
+    block = 2**31
+    path = f"/dev/shm/fsbench-short-write-{os.getpid()}"
+    try:
+        for depth in (1, 2):
+            done = engine.write(Job((Stream(path),), block, block, iodepth=depth))
+            assert done["bytes"] == block == os.path.getsize(path)
+            os.unlink(path)
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)

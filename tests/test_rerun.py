@@ -3,10 +3,11 @@
 import copy
 import json
 import re
+import shutil
 
 import pytest
 
-from conftest import needs_root, run_campaign
+from conftest import REPO, needs_root, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -94,3 +95,32 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
         "all": "1",
         "total": str(4 * fs_cells + 5),
     }
+
+    # fsbench upgraded (another checkout, its step script and engine edited): the finished campaign stays finished.
+    other = tmp_path.parent / "another-checkout"
+    skip = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "_build", "__pycache__", ".*_cache")
+    shutil.copytree(REPO, other, ignore=skip)
+    for script in ("scripts/write.py", "scripts/fsbench/engines/python.py", "rules/measure.smk"):
+        with open(other / script, "a") as f:
+            f.write("\n# a change of fsbench's code that is not a change of method\n")
+    upgraded = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
+    assert "Nothing to be done" in upgraded.stdout + upgraded.stderr
+
+    # The python engine's method bumped on purpose: its cells (all of them here), and nothing else, again.
+    engines = other / "scripts/fsbench/engines/capabilities.py"
+    engines.write_text(engines.read_text().replace('"python": Engine(),', '"python": Engine(method=2),', 1))
+    bumped = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", bumped.stdout, re.M))
+    assert jobs == {
+        "mkfs": "12",
+        "mount": "12",
+        "write": "16",
+        "read": "16",
+        "release": "1",
+        "aggregate": "1",
+        "plots": "1",
+        "provenance": "1",
+        "all": "1",
+        "total": "61",
+    }
+    assert "Params have changed since last execution" in bumped.stdout + bumped.stderr

@@ -176,7 +176,7 @@ def test_tests_are_rows_when_they_outnumber_the_targets():
 def test_throughput_hatches_invalid_cells_and_colours_no_verdict_on_them():
     m = frame(cell("raw", 300.0, 400.0) + cell("ext4", 30.0, 40.0, flags=("short",) * 3) + cell("xfs", 29.0, 41.0))
     with plots._style():
-        fig = plots._throughput(m, summarize(m))
+        fig = plots._throughput(m, summarize(m), comparisons(m))
     write = fig.axes[0]
     bars = [p for p in write.patches if p.get_height() > 0]
     hatched = [p for p in bars if p.get_hatch()]

@@ -59,4 +59,4 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
 fi
 
 # The python engine's I/O loop (scripts/fsbench/engines/loops.c), built once here rather than by the first measurement.
-(cd scripts && ../.venv/bin/python -c 'from fsbench.engines import loops; loops.build()')
+(cd scripts && ../.venv/bin/python -c 'from fsbench.engines import loops; loops.build(loops.BUILD)')

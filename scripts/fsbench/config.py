@@ -16,6 +16,8 @@ import jsonschema
 import yaml
 
 from fsbench.cells import targets
+from fsbench.engines import capabilities
+from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
 from fsbench.sizes import ALLOWED as SIZE_ALLOWED
 from fsbench.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
 
@@ -119,12 +121,32 @@ def _check_runtime(io: dict) -> None:
         io["runtime"] = parse_duration(io["runtime"])
     except ValueError:
         raise _fail("io.runtime", io["runtime"], DURATION_ALLOWED) from None
-    if io["engine"] == "dd":
-        raise _fail("io.engine", "dd", "python or fio with io.runtime (dd stops only at its count), or no io.runtime")
-    if io["engine"] == "fio" and "rand" in io["patterns"]:
-        allowed = "no rand with io.engine fio and io.runtime (fio's random writes cut short by the time leave blocks "
-        allowed += "only fio knows, so no read could cover exactly them); use python, or seq, randrw, rw"
+    engine = io["engine"]
+    if why := capabilities.why_not(engine, capabilities.RUNTIME):
+        raise _fail("io.engine", engine, f"{capabilities.able(capabilities.RUNTIME)} with io.runtime ({why}), or none")
+    if "rand" in io["patterns"] and (why := capabilities.why_not(engine, capabilities.RUNTIME_RAND_WRITE)):
+        allowed = f"no rand with io.engine {engine} and io.runtime ({why}); "
+        allowed += f"use {capabilities.able(capabilities.RUNTIME_RAND_WRITE)}, or seq, randrw, rw"
         raise _fail("io.patterns", io["patterns"], allowed)
+
+
+def _check_engine(io: dict) -> None:
+    """The tests asked of what io.engine can do (fsbench.engines.capabilities)."""
+    engine, can = io["engine"], capabilities
+    whys = {why for p in io["patterns"] for need in can.needs(p) if (why := can.why_not(engine, need))}
+    if whys:
+        ok = [p for p in io["patterns"] if not any(can.why_not(engine, need) for need in can.needs(p))] or ["seq"]
+        allowed = f"{', '.join(ok)} only with io.engine {engine} ({'; '.join(sorted(whys))}; use {can.able(can.RAND)})"
+        raise _fail("io.patterns", io["patterns"], allowed)
+    if True in io["shared_file"] and (why := can.why_not(engine, can.SHARED)):
+        allowed = f"[false] with io.engine {engine} ({why}; use {can.able(can.SHARED)})"
+        raise _fail("io.shared_file", io["shared_file"], allowed)
+    if True in io["shared_file"] and set(io["patterns"]) != {"seq"} and (why := can.why_not(engine, can.SHARED_RAND)):
+        allowed = f"[false] with io.engine {engine} and a pattern besides seq ({why}; "
+        allowed += f"use {can.able(can.SHARED_RAND)}, or patterns: [seq])"
+        raise _fail("io.shared_file", io["shared_file"], allowed)
+    if any(d > 1 for d in io["iodepth"]) and (why := can.why_not(engine, can.DEPTH)):
+        raise _fail("io.iodepth", io["iodepth"], f"[1] with io.engine {engine} ({why}; use {can.able(can.DEPTH)})")
 
 
 def _why_no_io_uring() -> str | None:
@@ -151,20 +173,8 @@ def _check_semantics(config: dict) -> None:
             )
     if "runtime" in io:
         _check_runtime(io)
-    if io["engine"] == "dd" and set(io["patterns"]) != {"seq"}:
-        allowed = "seq only with io.engine dd (dd cannot seek at random nor mix reads and writes; use python or fio)"
-        raise _fail("io.patterns", io["patterns"], allowed)
-    if True in io["shared_file"] and io["engine"] == "dd":
-        allowed = "[false] with io.engine dd (dd writes one run of blocks, it cannot interleave; use python or fio)"
-        raise _fail("io.shared_file", io["shared_file"], allowed)
-    if True in io["shared_file"] and io["engine"] == "fio" and set(io["patterns"]) != {"seq"}:
-        allowed = "[false] with io.engine fio and a pattern besides seq (fio interleaves blocks in a shared file "
-        allowed += "only sequentially; use python, or patterns: [seq])"
-        raise _fail("io.shared_file", io["shared_file"], allowed)
+    _check_engine(io)
     deep = [d for d in io["iodepth"] if d > 1]
-    if deep and io["engine"] == "dd":
-        allowed = "[1] with io.engine dd (dd has one request in flight; use python or fio)"
-        raise _fail("io.iodepth", io["iodepth"], allowed)
     if deep and (why := _why_no_io_uring()):
         raise _fail("io.iodepth", io["iodepth"], f"[1] on this machine: above 1 needs io_uring, and {why}")
     if True in io["direct"] or io["cache"] == "direct":
@@ -272,7 +282,7 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
                 f"at least {-(-need // 2**20)}MiB: io.size × streams ({format_size(written)}) plus filesystem overhead",
             )
         meta = config["metadata"]
-        small = meta_space(meta, max(io["streams"])) if meta and fs_types else 0
+        small = space_needed(meta["files"] * max(io["streams"]), meta["file_size"]) if meta and fs_types else 0
         if array["size"] * per_member < small * (1 + FS_OVERHEAD):
             at_least = -(-int(small * (1 + FS_OVERHEAD)) // per_member // 2**20)
             raise _fail(
@@ -283,8 +293,6 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
             )
 
 
-# What a small file costs at most besides its data (an inode, a directory entry): the metadata test's space check.
-PER_FILE_OVERHEAD = 4096
 # mke2fs's bytes per inode (-i) by usage type (-T, /etc/mke2fs.conf as shipped), and for an image under 512 MiB
 # without -T (its "small" type).
 EXT_INODE_RATIO = {
@@ -297,11 +305,6 @@ EXT_INODE_RATIO = {
     "huge": 65536,
     "big": 32768,
 }
-
-
-def meta_space(meta: dict, streams: int) -> int:
-    """Bytes the metadata test's files take at most on one filesystem (metadata.MetaJob.space_needed)."""
-    return streams * meta["files"] * (-(-meta["file_size"] // 4096) * 4096 + PER_FILE_OVERHEAD)
 
 
 def ext_inodes(mkfs: list[str], size: int) -> int:

@@ -44,22 +44,7 @@ def measure_metadata(target: Target, cell: dict, workdir) -> dict:
         shutil.rmtree(root, ignore_errors=True)
     rows = []
     for phase, figure in found["phases"].items():
-        row = {k: cell.get(k, "") for k in COLUMNS} | {
-            "workload": "metadata",
-            "op": phase,
-            "host": socket.gethostname(),
-            "bytes": figure["bytes"],
-            "seconds": figure["seconds"],
-            "mb_s": rate(figure["bytes"], figure["seconds"]),
-            "seconds_durable": figure["seconds_durable"],
-            "mb_s_durable": rate(figure["bytes"], figure["seconds_durable"]),
-            "cached_before": float("nan"),
-            "started_at": figure["started_at"],
-            "ops": figure["ops"],
-            "iops": figure["ops"] / figure["seconds"] if figure["seconds"] > 0 else float("nan"),
-            **{k: figure[k] for k in LATENCY_COLUMNS},
-            **dict.fromkeys(["cpu_s_per_gb", "device_bytes", "write_amplification"], float("nan")),
-        }
+        row = _row(cell, phase, figure, target, workload="metadata")
         row["flags"] = flags_for(row, figure["bytes"])
         rows.append(row)
     return {
@@ -167,10 +152,11 @@ def _members(target: Target) -> list[str]:
     return list(target.array.members)
 
 
-def _row(cell: dict, op: str, result: dict) -> dict:
+def _row(cell: dict, op: str, result: dict, target: Target, workload: str = "io") -> dict:
+    """One row of measurements.csv: the cell's columns, and the figure an engine (or the metadata test) gave."""
     row = {k: cell.get(k, "") for k in COLUMNS}
     row.update(
-        workload=cell.get("workload", "io"),
+        workload=workload,
         op=op,
         host=socket.gethostname(),
         bytes=result["bytes"],
@@ -185,12 +171,14 @@ def _row(cell: dict, op: str, result: dict) -> dict:
         **{k: result[k] for k in LATENCY_COLUMNS},
         **{k: result.get(k, float("nan")) for k in ("cpu_s_per_gb", "device_bytes", "write_amplification")},
     )
-    row["flags"] = flags_for(row, result.get("expected_bytes", cell["size"] * cell["streams"]), result["streams"])
+    if cell["target"] == "path":  # the filesystem the path lies on, as found (every row of the folder alike)
+        row["fs_type"] = target.array.fs_type
     return row
 
 
 def measurement_record(cell: dict, op: str, result: dict, target: Target, **extra) -> dict:
-    row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
+    row = _row(cell, op, result, target)
+    row["flags"] = flags_for(row, result.get("expected_bytes", cell["size"] * cell["streams"]), result["streams"])
     return {
         "row": row,
         "command": result["command"],
@@ -314,7 +302,7 @@ def _measure_mix(job: Job, cell: dict, target: Target, how: str, cached: list) -
             found[op] | {"cached_before": sum(cached) / len(cached)} | telemetry.columns(op, found[op]["bytes"], seen)
         )
         result["cpu_s_per_gb"] = seen["cpu_seconds"] / (total / 1e9) if total else float("nan")  # one run's CPU
-        row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
+        row = _row(cell, op, result, target)
         row["flags"] = flags_for(row, row["bytes"])  # a mix moves its share of the cell's bytes each way
         rows.append(row)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):

@@ -27,12 +27,8 @@ from fsbench.cells import (
     targets,
     tests,
 )
+from fsbench.engines.capabilities import method_params
 from fsbench.hosts import array_dir
-
-# A cell's device steps leave a state file each (temp in Snakemake: gone once the next step has run). The
-# step after it needs that file, so Snakemake reruns a step whose successor must run: a write is always
-# preceded, in the same run, by the mount and mkfs it writes on. Releasing the storage deletes them.
-STATE_STEPS = ("mkfs", "mount", "write")
 
 # The wildcards of the rules, as regexes: what a path segment may be.
 WILDCARDS = {
@@ -104,6 +100,8 @@ class Plan:
             "size": self.io["size"],
             "data": self.io["data"],
             "engine": self.io["engine"],
+            # A deliberate change of how the engine measures (capabilities.ENGINES[...].method) re-measures.
+            **method_params(self.io["engine"]),
             "cache": self.io["cache"],
             **self._storage(host, array, target),
         }
@@ -122,6 +120,7 @@ class Plan:
             "test": test,
             "data": self.io["data"],
             "engine": "python",
+            **method_params("metadata"),
             "cache": self.io["cache"],
             **self._storage(host, array, target),
         }

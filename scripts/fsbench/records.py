@@ -7,6 +7,7 @@ aggregating loses nothing and a half-written record never exists.
 import json
 import os
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 
@@ -29,3 +30,16 @@ def write_json(path, data) -> None:
 
 def read_json(path) -> dict:
     return json.loads(Path(path).read_text())
+
+
+class Record:
+    """A step's result as its record holds it (JSON: tuples become lists, and back)."""
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict):
+        return cls(
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in cls.__dataclass_fields__}
+        )

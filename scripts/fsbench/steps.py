@@ -9,13 +9,14 @@ person reads.
 
 import logging
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from fsbench import measure, provenance
 from fsbench.hosts import check_host
 from fsbench.storage import arrays, devices
-from fsbench.storage.arrays import ArrayState, Filesystem, Mount, Target
+from fsbench.storage.arrays import ArrayState, Filesystem, Target
 
 log = logging.getLogger("fsbench")
 
@@ -127,9 +128,7 @@ def mount(cell: dict, mkfs_record: dict, workdir) -> dict:
         "seconds": time.perf_counter() - t0,
         "array": state.as_record(),
         "filesystem": fs.as_record(),
-        "mount": Mount(
-            current.mountpoint, current.source, current.fstype, current.options, tuple(cell["fs"]["mount"])
-        ).as_record(),
+        "mount": replace(current, asked=tuple(cell["fs"]["mount"])).as_record(),
     }
 
 

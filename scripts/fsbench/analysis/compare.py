@@ -31,11 +31,6 @@ from fsbench.analysis.summary import UNDECIDED, verdict_blocks
 from fsbench.analysis.validity import NOT_COMPARABLE, side
 from fsbench.sizes import format_size
 
-# The test columns of measurements.csv beyond stats.TEST (docs/contract.md): a cell is the same test only where
-# these agree too. Empty where a measurements.csv has no such column.
-MORE_TEST = [c for c in ("iodepth", "shared_file") if c not in TEST]
-TESTS = [*TEST, *MORE_TEST]
-CELL_KEYS = [*KEYS, *MORE_TEST]
 # comparisons.csv, in order. vs: what differs between a and b (target, block_size or run); that column is empty.
 COLUMNS = [
     "campaign",
@@ -46,7 +41,7 @@ COLUMNS = [
     "vs",
     "target",
     "fs_type",
-    *TESTS,
+    *TEST,
     "a",
     "b",
     "n_a",
@@ -67,7 +62,7 @@ ALPHA = 0.05
 # The figure each op is judged by; iops besides, where measured.
 METRIC = {"write": "mb_s_durable", "read": "mb_s"}
 # What makes a cell the same in two runs (docs/contract.md): host too, where either run has several.
-RUN_CELL = ["array", "target", "fs_type", "op", *TESTS]
+RUN_CELL = ["array", "target", "fs_type", "op", *TEST]
 
 
 def _clean(values) -> np.ndarray:
@@ -196,11 +191,11 @@ def with_tests(measurements: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cells(measurements: pd.DataFrame) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
-    """The cells of `measurements` (by CELL_KEYS) in a reader's order (raw first, then the campaign's order, sizes
+    """The cells of `measurements` (by KEYS) in a reader's order (raw first, then the campaign's order, sizes
     ascending), and their rows: column `_i` of a cell indexes the list of rows."""
-    parts = list(measurements.groupby(CELL_KEYS, sort=False, dropna=False))
-    cells = pd.DataFrame([key for key, _ in parts], columns=CELL_KEYS).assign(_i=range(len(parts)))
-    return sort_rows(cells, ["campaign", "host", "array", "target", "op", *TESTS]), [rows for _, rows in parts]
+    parts = list(measurements.groupby(KEYS, sort=False, dropna=False))
+    cells = pd.DataFrame([key for key, _ in parts], columns=KEYS).assign(_i=range(len(parts)))
+    return sort_rows(cells, ["campaign", "host", "array", "target", "op", *TEST]), [rows for _, rows in parts]
 
 
 def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
@@ -214,7 +209,7 @@ def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
     place = ["campaign", "host", "array"]
     # Targets, within a cell (campaign, host, array, op, test): each filesystem against raw, then against each
     # later filesystem.
-    for _, same in cells.groupby([*place, "op", *TESTS], sort=False, dropna=False):
+    for _, same in cells.groupby([*place, "op", *TEST], sort=False, dropna=False):
         raw = [r for _, r in same.iterrows() if r["target"] == "raw"]
         fs = [r for _, r in same.iterrows() if r["target"] != "raw"]
         pairs = [(a, b) for b in raw for a in fs] + [(a, b) for i, a in enumerate(fs) for b in fs[i + 1 :]]
@@ -222,15 +217,15 @@ def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
             # IOPS is what random I/O is judged by; for sequential cells it only restates the rate.
             iops = a["pattern"] != "seq"
             for metric in metrics(a["op"], rows[a["_i"]], rows[b["_i"]], iops=iops):
-                row = {c: a[c] for c in [*place, "op", *TESTS]} | {"metric": metric, "vs": "target"}
+                row = {c: a[c] for c in [*place, "op", *TEST]} | {"metric": metric, "vs": "target"}
                 out.append(row | compare(rows[a["_i"]], rows[b["_i"]], metric, str(a["target"]), str(b["target"])))
     # Block sizes, within a target and test: each against the next larger, by rate only (iops = rate / block size:
     # smaller blocks always do more operations, which answers nothing).
-    for _, same in cells.groupby([c for c in CELL_KEYS if c != "block_size"], sort=False, dropna=False):
+    for _, same in cells.groupby([c for c in KEYS if c != "block_size"], sort=False, dropna=False):
         sizes = [r for _, r in same.sort_values("block_size", kind="stable").iterrows()]
         for a, b in zip(sizes, sizes[1:], strict=False):
             for metric in metrics(a["op"], rows[a["_i"]], rows[b["_i"]], iops=False):
-                row = {c: a[c] for c in CELL_KEYS if c != "block_size"} | {"metric": metric, "vs": "block_size"}
+                row = {c: a[c] for c in KEYS if c != "block_size"} | {"metric": metric, "vs": "block_size"}
                 names = [format_size(int(r["block_size"])) for r in (a, b)]
                 out.append(row | compare(rows[a["_i"]], rows[b["_i"]], metric, *names))
     return order(pd.DataFrame(out, columns=COLUMNS))
@@ -279,7 +274,7 @@ def compare_runs(old: pd.DataFrame, new: pd.DataFrame, old_name: str, new_name: 
     frame = pd.DataFrame(out, columns=COLUMNS)
     if frame.empty:
         return frame
-    return order(sort_rows(frame, [*(["host"] if hosts else []), "array", "target", "op", *TESTS]))
+    return order(sort_rows(frame, [*(["host"] if hosts else []), "array", "target", "op", *TEST]))
 
 
 # Provenance --------------------------------------------------------------------------------------------------------

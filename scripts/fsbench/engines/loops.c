@@ -160,7 +160,7 @@ static int submit_and_wait(const struct fsb_io *io, uint32_t tail, uint32_t *sub
 
 /* One lane's I/O in flight: what was queued, where, and when. */
 struct lane {
-    int64_t queued_at, off;
+    int64_t queued_at, off, done; /* done: bytes of a write the kernel took short so far */
     int read;
 };
 
@@ -179,7 +179,7 @@ static inline void queue(const struct fsb_io *io, struct lane *lanes, int64_t la
     sqe->user_data = (uint64_t)lane;
     io->sq_array[*tail & *io->sq_mask] = (uint32_t)lane;
     ++*tail;
-    lanes[lane] = (struct lane){now, off, r};
+    lanes[lane] = (struct lane){now, off, 0, r};
 }
 
 static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
@@ -207,8 +207,20 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
             struct io_uring_cqe *cqe = &io->cqes[head & cq_mask];
             int64_t lane = (int64_t)cqe->user_data, res = cqe->res;
             int r = lanes[lane].read;
+            int64_t want = bs - lanes[lane].done;
             in_flight--;
-            if (res < 0 || (res < bs && (io->strict || !r))) {
+            if (!r && res > 0 && res < want) { /* a short write: finish the block, as at depth 1 */
+                struct io_uring_sqe *sqe = &io->sqes[lane];
+                lanes[lane].done += res;
+                sqe->addr += (uint64_t)res;
+                sqe->len -= (uint32_t)res;
+                sqe->off += (uint64_t)res;
+                io->sq_array[tail & *io->sq_mask] = (uint32_t)lane;
+                tail++;
+                in_flight++;
+                continue;
+            }
+            if (res < 0 || (res < want && (io->strict || !r))) {
                 /* the first failure is the one to tell; what is in flight completes before returning */
                 if (!o->error) {
                     if (res >= 0)
@@ -220,8 +232,8 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
             }
             if (res) { /* a read past the end moves nothing: no operation (as at depth 1) */
                 record(o, io, r, now - lanes[lane].queued_at);
-                o->moved[r] += res;
-                moved += res;
+                o->moved[r] += lanes[lane].done + res;
+                moved += lanes[lane].done + res;
             }
             if (open && (io->repeat || k < n)) { /* the lane takes the next operation of the sequence */
                 queue(io, lanes, lane, k++, now, &tail);
@@ -234,6 +246,10 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
     free(lanes);
     return o->error ? -1 : 0;
 }
+
+/* The structs' sizes, which fsbench.engines.loops checks its ctypes mirrors against when it loads the library. */
+int64_t fsb_sizeof_io(void) { return (int64_t)sizeof(struct fsb_io); }
+int64_t fsb_sizeof_out(void) { return (int64_t)sizeof(struct fsb_out); }
 
 int fsb_run(const struct fsb_io *io, struct fsb_out *o) {
     memset(o, 0, sizeof *o);

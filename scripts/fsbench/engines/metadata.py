@@ -27,10 +27,15 @@ from fsbench.engines.latency import Histogram
 from fsbench.storage.devices import DeviceError
 
 PHASES = ("create", "stat", "read", "delete")
-FSYNC = ("none", "file", "end")
 # What a file costs a filesystem beyond its data, at most, for the space check: an inode, a directory entry.
 PER_FILE_OVERHEAD = 4096
 BLOCK = 4096
+
+
+def space_needed(files: int, file_size: int) -> int:
+    """Bytes `files` files take at most: each rounded up to whole 4 KiB blocks, plus an inode and an entry."""
+    return files * (-(-file_size // BLOCK) * BLOCK + PER_FILE_OVERHEAD)
+
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -62,8 +67,7 @@ class MetaJob:
         return self.streams * self.files
 
     def space_needed(self) -> int:
-        """Bytes the files take at most: each rounded up to whole 4 KiB blocks, plus an inode and an entry."""
-        return self.total_files * (-(-self.file_size // BLOCK) * BLOCK + PER_FILE_OVERHEAD)
+        return space_needed(self.total_files, self.file_size)
 
     def describe(self) -> str:
         sync = {"none": "no fsync", "file": "fsync per file", "end": "syncfs at the end"}[self.fsync]

@@ -7,30 +7,18 @@ refused at once where the kernel has no md driver.
 """
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.records import write_json
+from fsbench.records import Record, write_json
 from fsbench.storage import devices, guards
+from fsbench.storage.devices import Mount
 from fsbench.storage.md import md_name, md_support, mdadm_create_argv
 from fsbench.system import output, run
 
 
-class _Record:
-    """A step's result as its record holds it (JSON: tuples become lists, and back)."""
-
-    def as_record(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_record(cls, record: dict):
-        return cls(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in cls.__dataclass_fields__}
-        )
-
-
 @dataclass(frozen=True)
-class ArrayState(_Record):
+class ArrayState(Record):
     """An array as it is now: what filesystems and raw cells use (`devices`), and what it is made of."""
 
     kind: str  # loop | device | mdadm | path
@@ -43,7 +31,7 @@ class ArrayState(_Record):
 
 
 @dataclass(frozen=True)
-class Filesystem(_Record):
+class Filesystem(Record):
     """What the mkfs step made, or found made for this round: its record's `filesystem`."""
 
     fs_type: str
@@ -52,17 +40,6 @@ class Filesystem(_Record):
     mkfs_argv: tuple[str, ...]
     mkfs_readback: dict  # what dumpe2fs, xfs_info or btrfs read back from the device
     devices: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Mount(_Record):
-    """Where the mount step left the filesystem: the options asked, and the kernel's (/proc/self/mountinfo)."""
-
-    mountpoint: str
-    source: str
-    fstype: str
-    options: str
-    asked: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 Every function brings the real state to what is asked and is safe to call
 again (idempotent), because Snakemake may run a step after a crash, a kill or
-on a later invocation. Nothing here writes to a device that is not a loop
-device backed by an image under the campaign's own scratch directory.
+on a later invocation. A real device (arrays of kind device or mdadm) is written
+only after fsbench.storage.guards has passed it (fsbench.storage.arrays.check_writable);
+loop devices are those of images under the campaign's own scratch directory.
 """
 
 import fcntl
@@ -14,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench.records import read_json, write_json
+from fsbench.records import Record, read_json, write_json
 from fsbench.storage.md import mdadm_stop_argv
 from fsbench.system import ToolError, output, run
 
@@ -34,12 +35,16 @@ class DeviceError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Mount:
+class Mount(Record):
+    """A mount as the kernel reports it (/proc/self/mountinfo); where fsbench's mount step made it, its record
+    also keeps the options the campaign asked for."""
+
     source: str
     mountpoint: str
     fstype: str
     options: str  # per-mount and superblock options, as the kernel reports them
-    device: str  # major:minor
+    device: str = ""  # major:minor
+    asked: tuple[str, ...] = ()
 
 
 def _unescape(field: str) -> str:
@@ -51,7 +56,7 @@ def mounts() -> list[Mount]:
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         left, right = line.split(" - ", 1)
         f, r = left.split(), right.split()
-        found.append(Mount(_unescape(r[1]), _unescape(f[4]), r[0], f"{f[5]},{r[2]}", f[2]))
+        found.append(Mount(_unescape(r[1]), _unescape(f[4]), r[0], f"{f[5]},{r[2]}", device=f[2]))
     return found
 
 
