@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from fsbench.analysis.validity import INVALIDATING
+
 
 def number(value) -> str:
     """Few enough digits to read at a glance, as many as small rates need."""
@@ -165,7 +167,7 @@ def _html_cell(cell, prose: bool) -> str:
             else f"n={cell.n}, {html.escape(cell.no_ci or 'no CI')}"
         )
         flags = "".join(
-            f'<span class="flag{" invalidating" if f in cell.invalid else ""}" '
+            f'<span class="flag{" invalidating" if f.split(" (")[0] in INVALIDATING else ""}" '
             f'title="{html.escape(FLAG_MEANING.get(f.split(" (")[0], ""))}">{html.escape(f)}</span>'
             for f in cell.flags
         )

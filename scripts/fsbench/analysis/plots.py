@@ -18,7 +18,13 @@ import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, PercentFormatter  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
+    PercentFormatter,
+)
 
 from fsbench.analysis.stats import (  # noqa: E402
     PHASES,
@@ -637,23 +643,28 @@ def _panel_title(row, vary) -> str:
     return f"{row['op']} · {' '.join([*pattern, *words])}"
 
 
+# At most this many latency panels side by side; more wrap onto the next row.
+LATENCY_COLUMNS = 4
+
+
 def _latency_panels(data: pd.DataFrame) -> tuple[Figure, list]:
-    """A figure with a panel per op (rows) and test (columns) of `data`, and [(axes, panel key, rows)]."""
+    """A figure with a panel per op and test of `data` (writes first, each op's tests in order, LATENCY_COLUMNS to
+    a row), and [(axes, its rows)]."""
     data = sort_rows(with_iodepth(data), PANEL)
-    tests = list(dict.fromkeys(tuple(r) for r in data[PANEL[1:]].astype(str).itertuples(index=False)))
-    ops = [op for op in dict.fromkeys(data["op"]) if op in OPS] or list(dict.fromkeys(data["op"]))
-    fig = Figure(figsize=(max(6.0, 4.6 * len(tests)), 1.6 + 3.9 * len(ops)), layout="constrained")
-    axes = fig.subplots(len(ops), len(tests), squeeze=False)
-    found = []
     key = data[PANEL[1:]].astype(str).apply(tuple, axis=1)
-    for i, op in enumerate(ops):
-        for j, test in enumerate(tests):
-            part = data[(data["op"] == op) & (key == test)]
-            if part.empty:
-                axes[i, j].set_visible(False)
-                continue
-            found.append((axes[i, j], part))
-    return fig, found
+    ops = [op for op in dict.fromkeys(data["op"]) if op in OPS] or list(dict.fromkeys(data["op"]))
+    ops = sorted(ops, key=lambda op: OPS.index(op) if op in OPS else len(OPS))
+    panels = []
+    for op in ops:
+        for test in dict.fromkeys(key[data["op"] == op]):
+            panels.append(data[(data["op"] == op) & (key == test)])
+    n_cols = min(LATENCY_COLUMNS, len(panels))
+    n_rows = -(-len(panels) // n_cols)
+    fig = Figure(figsize=(1.0 + 4.4 * n_cols, 1.8 + 3.7 * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    return fig, list(zip(axes, panels, strict=False))
 
 
 def _latency(measurements: pd.DataFrame) -> Figure | None:
@@ -724,9 +735,13 @@ DEPTH_STYLES = ["-", "--", ":", "-."]
 
 
 def _log_ticks(*axes) -> None:
-    """Plain numbers at 1, 2 and 5 of each decade: a narrow log range otherwise gets crowded 10^x labels."""
+    """Plain numbers on a log axis: at 1, 2 and 5 of each decade, or, where the data span less than a decade, a
+    few evenly spaced ones (matplotlib's own would crowd the axis with 10^x labels)."""
     for axis in axes:
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.axes.autoscale_view()
+        low, high = axis.get_view_interval()
+        narrow = low > 0 and high / low < 10
+        axis.set_major_locator(MaxNLocator(4) if narrow else LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
         axis.set_minor_formatter(NullFormatter())
 

@@ -62,7 +62,9 @@ def side(rows: pd.DataFrame) -> tuple[bool, str]:
 
 
 def cell_reasons(flags) -> list[str]:
-    """The invalidating flags of a summary cell's `flags` ('short;cached (1 of 3)'), with their counts."""
+    """The invalidating flags of a summary cell's `flags` ('short;cached (1 of 3)'), with their counts:
+    ['short', 'cached in 1 of 3']."""
     if not isinstance(flags, str):
         return []
-    return [f.strip() for f in flags.split(";") if f.strip().split(" (")[0] in INVALIDATING]
+    found = [f.strip() for f in flags.split(";") if f.strip().split(" (")[0] in INVALIDATING]
+    return [f.replace(" (", " in ").removesuffix(")") for f in found]
