@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from fsbench.analysis.compare import run
+from fsbench.analysis.compare_runs import run
 from fsbench.step_report import run_step
 
 here = Path(snakemake.input.measurements).parent

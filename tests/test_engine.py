@@ -64,7 +64,14 @@ def test_a_queue_depth_keeps_that_many_calls_in_flight_and_moves_every_block_onc
     """io_uring at depth 8: every block written exactly once with its own data (none left a hole, no two alike),
     read back in full, each call timed; a device region stays inside its stream's bounds."""
     bs = 64 * 1024
-    job = Job((Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b"))), 4 * MiB, bs, pattern, direct, iodepth=8)
+    job = Job(
+        (Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b"))),
+        4 * MiB,
+        bs,
+        pattern=pattern,
+        direct=direct,
+        iodepth=8,
+    )
     w, r = engine.write(job), engine.read(job)
     assert w["bytes"] == r["bytes"] == 8 * MiB and w["ops"] == r["ops"] == 2 * 64
     assert "io_uring IORING_OP_WRITE, 8 in flight" in w["command"] and all(s["iodepth"] == 8 for s in r["streams"])
@@ -328,7 +335,7 @@ def test_streams_sharing_a_file_move_disjoint_interleaved_blocks_of_it(tmp_path,
 @pytest.mark.parametrize(("slots", "slot"), [(1, 0), (3, 2)])
 @pytest.mark.parametrize("counts", [(), (5,)])
 def test_extent_is_where_the_last_block_of_the_order_ends(pattern, slots, slot, counts):
-    job = Job((Stream("/x", 8192, False, slot),), 16 * 4096, 4096, pattern, slots=slots, counts=counts)
+    job = Job((Stream("/x", 8192, False, slot),), 16 * 4096, 4096, pattern=pattern, slots=slots, counts=counts)
     assert extent(job, 0) == max(offsets(job, 0)) + 4096
 
 

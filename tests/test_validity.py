@@ -10,7 +10,8 @@ import pytest
 
 from fsbench.analysis import plots
 from fsbench.analysis.aggregate import measurements
-from fsbench.analysis.compare import COLUMNS, compare_runs, comparisons, questions
+from fsbench.analysis.compare import COLUMNS, comparisons, questions
+from fsbench.analysis.compare_runs import compare_runs
 from fsbench.analysis.percentiles import percentile_curves
 from fsbench.analysis.repeats import repeat_decision
 from fsbench.analysis.stats import summarize

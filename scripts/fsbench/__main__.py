@@ -9,6 +9,7 @@ import sys
 
 import yaml
 
+from fsbench.cells import CellSpec
 from fsbench.config import ConfigError, validate
 from fsbench.hosts import short_hostname, workdirs_here
 from fsbench.plan import forget_device_state
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
 
 
 def run_compare(args) -> int:
-    from fsbench.analysis.compare import run
+    from fsbench.analysis.compare_runs import run
 
     try:
         text, md, csv = run(args.old, args.new, args.output)
@@ -75,7 +76,7 @@ def run_part(args) -> int:
 
     try:
         with open(args.cell) as f:
-            part(json.load(f), args.op, float(args.start_at), args.scratch, args.record_dir)
+            part(CellSpec.from_params(json.load(f)), args.op, float(args.start_at), args.scratch, args.record_dir)
     except EXPECTED as e:
         print(f"fsbench: {short_hostname()}: {e}", file=sys.stderr)
         return 1

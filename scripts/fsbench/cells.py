@@ -193,3 +193,73 @@ def fingerprint(*parts) -> str:
     """A short stable digest of settings, to tell whether a device holds what the config asks."""
     blob = json.dumps(parts, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CellSpec:
+    """One cell and repeat as its steps get it: the Snakemake params (plan.Plan.cell_spec, device_spec) made
+    into a frozen value at each step script's boundary, so that a misspelt or missing setting fails there, once.
+
+    The place and storage are always there; the test is there for a measurement (block I/O, or the metadata
+    test's with workload "metadata"), not for mkfs and mount. An all-hosts shared-file cell also carries where
+    its hosts meet (shared_dir, hosts, slots) and, on one host, that host's first slot (slot_base).
+    """
+
+    campaign: str
+    host: str
+    array: str
+    target: str
+    fs_type: str
+    test: str
+    rep: int
+    array_spec: dict
+    fs: dict | None
+    workdir: str
+    # block I/O
+    pattern: str | None = None
+    block_size: int | None = None
+    direct: bool | None = None
+    streams: int | None = None
+    iodepth: int | None = None
+    shared_file: bool | None = None
+    rwmix_read: int | None = None
+    runtime: float | None = None
+    size: int | None = None
+    data: str | None = None
+    engine: str | None = None
+    method: int | None = None
+    cache: str | None = None
+    # the metadata test
+    workload: str | None = None
+    files: int | None = None
+    file_size: int | None = None
+    dirs: int | None = None
+    fsync: str | None = None
+    # an all-hosts shared-file cell
+    shared_dir: str | None = None
+    hosts: tuple[str, ...] | None = None
+    slots: int | None = None
+    slot_base: int | None = None
+
+    ALWAYS = ("campaign", "host", "array", "target", "fs_type", "test", "rep", "array_spec", "fs", "workdir")
+
+    @classmethod
+    def from_params(cls, params: dict) -> "CellSpec":
+        unknown = set(params) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"cell settings fsbench does not know: {', '.join(sorted(unknown))}")
+        return cls(**{k: tuple(v) if k == "hosts" else v for k, v in params.items()})
+
+    def as_record(self) -> dict:
+        """The params it was made from, as records keep them (a setting that was not given stays out)."""
+        found = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return {k: list(v) if k == "hosts" else v for k, v in found.items() if k in self.ALWAYS or v is not None}
+
+    def describe(self, step: str) -> str:
+        """How a step's message names its cell: 'mkfs of demo/ext4/seq-1MiB-buffered-1s rep 1'."""
+        host = "" if self.host == LOCAL else f" on {self.host}"
+        return f"{step} of {self.array}/{self.target}/{self.test} rep {self.rep}{host}"
+
+    @property
+    def shared_by_hosts(self) -> bool:
+        return self.shared_dir is not None

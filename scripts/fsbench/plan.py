@@ -49,13 +49,6 @@ def forget_device_state(results) -> list[str]:
     return [str(p) for p in gone]
 
 
-def describe(cell: dict, step: str) -> str:
-    """How a step's message names its cell: 'mkfs of demo/ext4/seq-1MiB-buffered-1s rep 1'."""
-    where = f"{cell['array']}/{cell['target']}/{cell['test']}"
-    host = "" if cell["host"] == LOCAL else f" on {cell['host']}"
-    return f"{step} of {where} rep {cell['rep']}{host}"
-
-
 class Plan:
     """A validated campaign's cells as the rules see them."""
 

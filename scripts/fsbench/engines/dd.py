@@ -29,10 +29,7 @@ def _check(job: Job) -> None:
     capabilities.refuse("dd", capabilities.needs(job.pattern, job.iodepth, job.runtime or job.counts, job.slots > 1))
     if job.pattern != "seq":
         raise ValueError(f"dd engine: unknown pattern {job.pattern!r}; allowed: seq")
-    if job.data not in ("zero", "random"):
-        raise ValueError(f"dd engine: unknown data {job.data!r}; allowed: zero, random")
-    if job.block_size <= 0 or job.size < job.block_size or job.size % job.block_size:
-        raise ValueError(f"dd engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
+    job.check("dd")
     for s in job.streams:
         if s.offset % job.block_size:
             raise ValueError(f"dd engine: offset {s.offset} of {s.path} is not a multiple of bs={job.block_size}")

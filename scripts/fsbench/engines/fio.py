@@ -35,10 +35,7 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
         raise ValueError("fio engine: rwmix_read goes with op mixed, and only with it")
     if job.pattern not in ("seq", "rand"):
         raise ValueError(f"fio engine: unknown pattern {job.pattern!r}; allowed: seq, rand")
-    if job.data not in ("zero", "random"):
-        raise ValueError(f"fio engine: unknown data {job.data!r}; allowed: zero, random")
-    if job.block_size <= 0 or job.size < job.block_size or job.size % job.block_size:
-        raise ValueError(f"fio engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
+    job.check("fio")
     capabilities.refuse("fio", capabilities.needs(job.pattern, job.iodepth, job.runtime, job.slots > 1, op))
     # Shared file: after each block, skip the other streams' (fio's offset modifier for sequential I/O).
     skip = f":{(job.slots - 1) * job.block_size}" if job.slots > 1 else ""
