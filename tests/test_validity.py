@@ -140,6 +140,7 @@ def test_summary_shows_invalid_cells_as_such_and_leads_with_valid_verdicts():
     assert all(s.startswith(NOT_COMPARABLE) for s in said[first_nc:])
     assert "not comparable: ext4 not valid (short)" in said
     assert "Not comparable: 4 of 6 comparisons rest on a figure that is not valid (short 4)." in md
+    assert "short: the figure took under a second" in md and "(not valid)." in md  # the flags line says which
     ext4 = next(x for x in lines if x.startswith("| ext4 |"))
     assert ext4.startswith("| ext4 | not valid (short): 30.0 MB/s")
     assert "(not valid)" in [x for x in lines if x.startswith("| ext4 |")][1]  # durable and share of raw

@@ -346,7 +346,11 @@ def _flags_said(*frames) -> list[str]:
             for flags in frame["flags"]:
                 for f in split_flags(flags):
                     found.setdefault(f.split(" (")[0], None)
-    return [f"{f}: {FLAG_MEANING.get(f, 'see measurements.csv')}" for f in found]
+    # Which flags make a figure not valid is said with each (README: Valid figures).
+    return [
+        f"{f}: {FLAG_MEANING.get(f, 'see measurements.csv')}{' (not valid)' if f in INVALIDATING else ' (a warning)'}"
+        for f in found
+    ]
 
 
 def summary_blocks(
