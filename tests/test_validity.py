@@ -190,6 +190,12 @@ def test_throughput_hatches_invalid_cells_and_colours_no_verdict_on_them():
     assert len(slower) == 1 and slower[0].get_color() == plots.VERDICT_COLOURS["slower"]  # xfs
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(t.startswith("not valid") for t in legend)
+    # efficiency.png: ext4's shares of raw hatched too, xfs's solid.
+    with plots._style():
+        fig = plots._efficiency(summarize(m))
+    hatched = [p.get_height() for ax in fig.axes for p in ax.patches if p.get_hatch()]
+    solid = [p.get_height() for ax in fig.axes for p in ax.patches if not p.get_hatch() and p.get_height() > 0]
+    assert sorted(hatched) == pytest.approx([0.1, 0.1], rel=0.05) and len(solid) == 2
 
 
 # Latency pictures --------------------------------------------------------------------------------------------------

@@ -220,6 +220,20 @@ INVALID_FACE = "#f0f0f0"
 INVALID_HATCH = "////"
 
 
+def _bar(ax, x, height, width, colour, invalid: bool) -> None:
+    """A bar in its test's colour; pale and hatched in that colour where the cell is not valid."""
+    if invalid:
+        ax.bar(x, height, width, facecolor=INVALID_FACE, edgecolor=colour, hatch=INVALID_HATCH, linewidth=1.2)
+    else:
+        ax.bar(x, height, width, color=colour)
+
+
+def _invalid_legend(
+    label="not valid (a repetition flagged short, cached, …): no verdict, n/c = not comparable",
+) -> Patch:
+    return Patch(facecolor=INVALID_FACE, edgecolor="#555555", hatch=INVALID_HATCH, label=label)
+
+
 def durable_view(measurements: pd.DataFrame) -> pd.DataFrame:
     """The rows as the throughput plot shows them: a write by its durable rate (flush included), where it has one."""
     if measurements.empty or "mb_s_durable" not in measurements:
@@ -284,18 +298,7 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: 
                 x = at(targets.index(c["target"]), hues.index(c["hue"]))
                 invalid = bool(cell_reasons(c.get("flags")))
                 any_invalid |= invalid
-                if invalid:
-                    ax.bar(
-                        x,
-                        c["mean"],
-                        width * 0.92,
-                        facecolor=INVALID_FACE,
-                        edgecolor=colours[c["hue"]],
-                        hatch=INVALID_HATCH,
-                        linewidth=1.2,
-                    )
-                else:
-                    ax.bar(x, c["mean"], width * 0.92, color=colours[c["hue"]])
+                _bar(ax, x, c["mean"], width * 0.92, colours[c["hue"]], invalid)
                 if pd.notna(c["ci95_low"]):
                     cut |= _whisker(ax, x, c["ci95_low"], c["ci95_high"], ymax)
                 mine = dots[(dots["target"] == c["target"]) & (dots["op"] == op) & (dots["hue"] == c["hue"])]
@@ -358,14 +361,7 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: 
             Patch(color=VERDICT_COLOURS[UNDECIDED], label="share of raw, no clear difference (comparisons.csv)"),
         ]
     if any_invalid:
-        marks.append(
-            Patch(
-                facecolor=INVALID_FACE,
-                edgecolor="#555555",
-                hatch=INVALID_HATCH,
-                label="not valid (a repetition flagged short, cached, …): no verdict, n/c = not comparable",
-            )
-        )
+        marks.append(_invalid_legend())
     _legend(fig, labels, colours, None, marks, prefix=_hue_title(summary) + " ")
     return fig
 
@@ -385,6 +381,11 @@ def _efficiency(summary: pd.DataFrame) -> Figure | None:
     n_targets = max(len(_targets(p)) for _, p in panels)
     fig, axes = _figure(len(panels), 2, n_targets, n_targets * len(labels))
     top = max(1.15, fs["efficiency_vs_raw"].max() * 1.12)
+    # A share is not valid where the cell or raw's cell under it is not.
+    where = ["campaign", "host", "array", "op", *TEST]
+    raw = summary[summary["target"] == "raw"]
+    raw_invalid = {tuple(map(str, r[where])) for _, r in raw.iterrows() if cell_reasons(r.get("flags"))}
+    any_invalid = False
     for row, (name, part) in enumerate(panels):
         targets = _targets(part)
         hues = [h for h in labels if h in set(part["hue"])]
@@ -396,16 +397,28 @@ def _efficiency(summary: pd.DataFrame) -> Figure | None:
             cells = part[part["op"] == op]
             for _, c in cells.iterrows():
                 x = at(targets.index(c["target"]), hues.index(c["hue"]))
-                ax.bar(x, c["efficiency_vs_raw"], width * 0.92, color=colours[c["hue"]])
+                invalid = bool(cell_reasons(c.get("flags"))) or tuple(map(str, c[where])) in raw_invalid
+                any_invalid |= invalid
+                _bar(ax, x, c["efficiency_vs_raw"], width * 0.92, colours[c["hue"]], invalid)
                 if len(cells) <= MAX_LABELLED_BARS:
-                    _label(ax, x, c["efficiency_vs_raw"], f"{c['efficiency_vs_raw']:.0%}", len(cells))
+                    # Above a hatched bar, where white on its pale face would not read.
+                    share = c["efficiency_vs_raw"]
+                    _label(ax, x, share, f"{share:.0%}", len(cells), inside=not invalid)
             ax.set_xticks(range(len(targets)), targets)
             ax.set_xlim(-0.6, len(targets) - 0.4)
             ax.yaxis.set_major_formatter(PercentFormatter(1.0))
             ax.set_title(f"{name} — {op}")
             ax.set_ylabel("median, as share of raw" if op == "write" else "")
     fig.suptitle(f"Filesystem efficiency: median throughput ÷ raw median (dashed line = raw)\n{MBS}", fontsize=13)
-    _legend(fig, labels, colours, _hue_title(summary))
+    _legend(
+        fig,
+        labels,
+        colours,
+        _hue_title(summary),
+        [_invalid_legend("not valid: this cell or raw's (a repetition flagged short, cached, …)")]
+        if any_invalid
+        else [],
+    )
     return fig
 
 
