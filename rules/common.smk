@@ -1,3 +1,4 @@
+import hashlib
 import sys
 from pathlib import Path
 
@@ -31,6 +32,23 @@ CELL = "{host}/{array}/{target}/{test}"
 wildcard_constraints:
     **WILDCARDS,
     target="|".join(TARGETS),
+
+
+def analysis_code():
+    """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
+    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see README).
+    """
+    scripts = Path(workflow.basedir) / "scripts"
+    files = sorted((scripts / "fsbench" / "analysis").glob("*.py"))
+    files += [
+        scripts / "fsbench" / "rows.py",
+        scripts / "aggregate.py",
+        scripts / "plot.py",
+    ]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+
+
+ANALYSIS_CODE = analysis_code()
 
 
 def record_file(step, rep="{rep}", cell=CELL):

@@ -54,6 +54,7 @@ rule aggregate:
         "../envs/fsbench.yaml"
     params:
         campaign=NAME,
+        code=ANALYSIS_CODE,
     script:
         "../scripts/aggregate.py"
 
@@ -72,6 +73,8 @@ rule plots:
         f"{RESULTS}/logs/plots.log",
     conda:
         "../envs/fsbench.yaml"
+    params:
+        code=ANALYSIS_CODE,
     script:
         "../scripts/plot.py"
 
