@@ -258,19 +258,27 @@ def _verdicts_vs_raw(comparisons: pd.DataFrame | None, vary) -> dict:
     }
 
 
+def _bar_grid(frame: pd.DataFrame, summary: pd.DataFrame, cols: int, bars: int = 1, least: int = 0):
+    """A bar figure's layout: each test's label and colour (from the whole summary, so every figure agrees), the
+    rows with their hue, the panels, the most targets a panel has, and the figure sized for `bars` per bar slot.
+    """
+    labels, colours = _hues(summary)
+    frame = _with_hue(frame, varying(summary))
+    panels = _panels(frame)
+    n_targets = max(len(_targets(p)) for _, p in panels)
+    fig, axes = _figure(len(panels), cols, n_targets, max(bars * n_targets * len(labels), least))
+    return labels, colours, frame, panels, n_targets, fig, axes
+
+
 def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: pd.DataFrame | None = None) -> Figure:
     """Durable writes and reads by target and block size, each filesystem's share of raw coloured by its verdict."""
     if len(measurements):
         measurements = durable_view(measurements)
         summary = summarize(measurements)
     verdicts = _verdicts_vs_raw(comparisons, varying(summary))
-    labels, colours = _hues(summary)
     vary = varying(summary)
-    summary = _with_hue(summary, vary)
     reps = _with_hue(measurements, vary) if not measurements.empty else measurements.assign(hue=[])
-    panels = _panels(summary)
-    n_targets = max(len(_targets(p)) for _, p in panels)
-    fig, axes = _figure(len(panels), 2, n_targets, n_targets * len(labels))
+    labels, colours, summary, panels, n_targets, fig, axes = _bar_grid(summary, summary, 2)
     # One scale for every panel, so bars compare across them.
     ymax = _axis_top(
         np.concatenate([summary["mean"].to_numpy(float), reps["mb_s"].to_numpy(float) if len(reps) else []]),
@@ -375,11 +383,7 @@ def _efficiency(summary: pd.DataFrame) -> Figure | None:
     fs = summary[(summary["target"] != "raw") & summary["efficiency_vs_raw"].notna()]
     if fs.empty:
         return None
-    labels, colours = _hues(summary)
-    fs = _with_hue(fs, varying(summary))
-    panels = _panels(fs)
-    n_targets = max(len(_targets(p)) for _, p in panels)
-    fig, axes = _figure(len(panels), 2, n_targets, n_targets * len(labels))
+    labels, colours, fs, panels, n_targets, fig, axes = _bar_grid(fs, summary, 2)
     top = max(1.15, fs["efficiency_vs_raw"].max() * 1.12)
     # A share is not valid where the cell or raw's cell under it is not.
     where = ["campaign", "host", "array", "op", *TEST]
@@ -426,11 +430,7 @@ def _durable(summary: pd.DataFrame) -> Figure | None:
     writes = summary[(summary["op"] == "write") & summary["median"].notna()]
     if writes.empty or writes["median_durable"].isna().all():
         return None
-    labels, colours = _hues(summary)
-    writes = _with_hue(writes, varying(summary))
-    panels = _panels(writes)
-    n_targets = max(len(_targets(p)) for _, p in panels)
-    fig, axes = _figure(len(panels), 1, n_targets, max(2 * n_targets * len(labels), 14))
+    labels, colours, writes, panels, n_targets, fig, axes = _bar_grid(writes, summary, 1, bars=2, least=14)
     top = writes[["median", "median_durable"]].max().max() * 1.12  # room for the labels above the bars
     for row, (name, part) in enumerate(panels):
         ax = axes[row][0]
