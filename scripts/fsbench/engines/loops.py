@@ -115,9 +115,12 @@ def build(into: Path | None = None, extra: tuple[str, ...] = ()) -> Path:
         part.unlink(missing_ok=True)
         raise RuntimeError(f"building {SOURCE} with {cc} failed:\n{proc.stderr.strip()}")
     os.replace(part, lib)
-    for old in folder.glob("loops-*.so"):  # earlier versions' (a process still using one keeps its mapping)
-        if old != lib:
-            old.unlink(missing_ok=True)
+    if folder == BUILD:  # this checkout's own: earlier versions go (a process using one keeps its mapping)
+        for old in folder.glob("loops-*.so"):
+            if old != lib:
+                old.unlink(missing_ok=True)
+    # The cache folder is shared by every checkout (and node) of this user: other versions stay, each in use
+    # somewhere (they are a few dozen KiB).
     return lib
 
 
