@@ -150,25 +150,19 @@ def append(store: str, entries: list[dict], batch: int = 500, between_batches=No
                 "appended_at": now,
             }
         )
+    added = {}
     try:
         with engine.begin() as conn:
             _create(conn)
-            ids = [v["row_id"] for v in values]
-            held = set()
-            for i in range(0, len(ids), batch):
-                part = ids[i : i + batch]
-                held |= set(conn.execute(sa.select(rows.c.row_id).where(rows.c.row_id.in_(part))).scalars())
-            new = [v for v in values if v["row_id"] not in held]
-            for i in range(0, len(new), batch):
-                conn.execute(_insert(conn.dialect.name), new[i : i + batch])
+            insert = _insert(conn.dialect.name).returning(rows.c.campaign)  # only the rows it inserted
+            for i in range(0, len(values), batch):
+                for campaign in conn.execute(insert, values[i : i + batch]).scalars():
+                    added[campaign] = added.get(campaign, 0) + 1
                 if between_batches:
                     between_batches()
     finally:
         engine.dispose()
-    added = {}
-    for v in new:
-        added[v["campaign"]] = added.get(v["campaign"], 0) + 1
-    return {"store": describe(store), "rows": len(values), "added": len(new), "added_by_campaign": added}
+    return {"store": describe(store), "rows": len(values), "added": sum(added.values()), "added_by_campaign": added}
 
 
 def load(store: str) -> list[dict]:
