@@ -9,7 +9,7 @@ E-Divisive means: Otava and MongoDB's signal-processing-algorithms pin numpy and
 project's, ruptures installs beside them; and with the merge step doing the deciding, the split step only has to
 propose.
 
-One value per run (the run's median): reps of one run share that day's machine, so they say less about a change
+Judged on the logarithm of one value per run (the run's median): rates change by factors; reps of one run share that day's machine, so they say less about a change
 between runs than their number suggests. A single outlying run cannot make a change point: segments have at least
 MIN_SIZE runs, and the step is measured between the segments' medians.
 """
@@ -38,16 +38,16 @@ class Change:
 
 
 def noise(values: np.ndarray) -> float:
-    """The series' noise as a standard deviation, from the differences of neighbours (steps barely move it):
-    MAD of the differences, scaled to σ of a normal distribution; never below 0.5 % of the median, so that a
-    series repeated to the last digit is not cut at every wobble."""
+    """The noise of a (log) series as a standard deviation, from the differences of neighbours (steps barely
+    move it): MAD of the differences, scaled to σ of a normal distribution; never below 0.005 (0.5 %), so that
+    a series repeated to the last digit is not cut at every wobble."""
     d = np.diff(values)
     mad = float(np.median(np.abs(d - np.median(d)))) * 1.4826 / np.sqrt(2) if len(d) else 0.0
-    return max(mad, 0.005 * abs(float(np.median(values))), 1e-12)
+    return max(mad, 0.005)
 
 
 def candidates(values: np.ndarray, min_size: int = MIN_SIZE) -> list[int]:
-    """Split step: PELT on the noise-scaled series; the indexes where a new segment starts."""
+    """Split step: PELT on the noise-scaled (log) series; the indexes where a new segment starts."""
     n = len(values)
     if n < 2 * min_size:
         return []
@@ -65,12 +65,13 @@ def _test(before: np.ndarray, after: np.ndarray) -> float:
     return 1.0 if np.isnan(p) else float(p)
 
 
-def _judge(values: np.ndarray, cuts: list[int]) -> list[Change]:
+def _judge(values: np.ndarray, scale: np.ndarray, cuts: list[int]) -> list[Change]:
     edges = [0, *cuts, len(values)]
     found = []
     for i, cut in enumerate(cuts):
-        before, after = values[edges[i] : cut], values[cut : edges[i + 2]]
-        found.append(Change(cut, _test(before, after), float(np.median(before)), float(np.median(after))))
+        lo, hi = edges[i], edges[i + 2]
+        p = _test(scale[lo:cut], scale[cut:hi])
+        found.append(Change(cut, p, float(np.median(values[lo:cut])), float(np.median(values[cut:hi]))))
     return found
 
 
@@ -83,9 +84,12 @@ def find(
 ) -> list[Change]:
     """The change points of one series of run values (in time order), each judged against its neighbours."""
     values = np.asarray(values, dtype=float)
-    cuts = candidates(values, min_size)
+    # Rates and latencies change by factors: judged on their logarithm, a run at half the rate is as far off as
+    # one at twice, and a noisy fast segment does not drown a slow steady one.
+    scale = np.log(values) if (values > 0).all() else values
+    cuts = candidates(scale, min_size)
     while cuts:  # merge step: drop the weakest until all that remain are significant and large enough
-        judged = _judge(values, cuts)
+        judged = _judge(values, scale, cuts)
         weakest = max(judged, key=lambda c: c.p_value)
         if weakest.p_value < max_pvalue:
             weakest = min(judged, key=_magnitude)
