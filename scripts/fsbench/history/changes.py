@@ -9,9 +9,10 @@ E-Divisive means: Otava and MongoDB's signal-processing-algorithms pin numpy and
 project's, ruptures installs beside them; and with the merge step doing the deciding, the split step only has to
 propose.
 
-Judged on the logarithm of one value per run (the run's median): rates change by factors; reps of one run share that day's machine, so they say less about a change
-between runs than their number suggests. A single outlying run cannot make a change point: segments have at least
-MIN_SIZE runs, and the step is measured between the segments' medians.
+Judged on the logarithm of one value per run (the run's median): rates change by factors; reps of one run
+share that day's machine, so they say less about a change between runs than their number suggests. A single
+outlying run cannot make a change point: segments have at least MIN_SIZE runs, and the step is measured between
+the segments' medians.
 """
 
 from dataclasses import dataclass
