@@ -13,6 +13,7 @@ PostgreSQL store.
 
 import hashlib
 import json
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -85,6 +86,17 @@ def describe(store: str) -> str:
     return sa.engine.make_url(url_of(store)).render_as_string(hide_password=True)
 
 
+@contextmanager
+def reaching(store: str):
+    """A store that cannot be reached (no server, refused, locked too long, not a database) as an OSError that
+    says which store and why, in one line."""
+    try:
+        yield
+    except (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.DatabaseError) as e:
+        why = str(getattr(e, "orig", e)).strip().splitlines()
+        raise OSError(f"results store {describe(store)}: {why[0] if why else type(e).__name__}") from None
+
+
 def connect(store: str) -> sa.Engine:
     url = url_of(store)
     if url.startswith("sqlite:"):
@@ -152,7 +164,7 @@ def append(store: str, entries: list[dict], batch: int = 500, between_batches=No
         )
     added = {}
     try:
-        with engine.begin() as conn:
+        with reaching(store), engine.begin() as conn:
             _create(conn)
             insert = _insert(conn.dialect.name).returning(rows.c.campaign)  # only the rows it inserted
             for i in range(0, len(values), batch):
@@ -169,7 +181,7 @@ def load(store: str) -> list[dict]:
     """Every row of the store: the measurement row with its `series`, `key` and `context`."""
     engine = connect(store)
     try:
-        with engine.connect() as conn:
+        with reaching(store), engine.connect() as conn:
             if not sa.inspect(conn).has_table("measurements"):
                 return []
             found = conn.execute(sa.select(rows.c.series, rows.c.key, rows.c.context, rows.c.row)).all()
@@ -184,7 +196,7 @@ def load(store: str) -> list[dict]:
 def load_marks(store: str) -> dict[str, str]:
     engine = connect(store)
     try:
-        with engine.connect() as conn:
+        with reaching(store), engine.connect() as conn:
             if not sa.inspect(conn).has_table("marks"):
                 return {}
             return dict(conn.execute(sa.select(marks.c.campaign, marks.c.reason)).all())
@@ -196,7 +208,7 @@ def mark(store: str, campaign: str, reason: str) -> None:
     """Campaign `campaign` starts a new baseline: a change up to it is intended, not reported."""
     engine = connect(store)
     try:
-        with engine.begin() as conn:
+        with reaching(store), engine.begin() as conn:
             _create(conn)
             known = conn.execute(sa.select(sa.func.count()).where(rows.c.campaign == campaign)).scalar()
             if not known:
