@@ -45,11 +45,17 @@ def _plot(line: pd.DataFrame, changes: pd.DataFrame, marks: dict, title: str) ->
         i = runs.index(ch["after_run"])
         colour = COLOURS[ch["verdict"]]
         ax.axvline(i - 0.5, color=colour, linewidth=2)
-        ax.text(i - 0.45, ax.get_ylim()[1], f"{ch['verdict']} ×{ch['ratio']:.2f}", color=colour, va="top", fontsize=9)
+        changed = ch["context_changed"] or "no context change recorded"
+        changed = changed if len(changed) <= 60 else changed[:57] + "…"
+        note = f"{ch['verdict']} ×{ch['ratio']:.2f}\n{changed}"
+        ax.text(i - 0.45, 0.97, note, color=colour, va="top", fontsize=8, transform=ax.get_xaxis_transform())
     for i, campaign in enumerate(line["campaign"]):
         if campaign in marks and i > 0:
             ax.axvline(i - 0.5, color="#7f8c8d", linestyle="--")
-            ax.text(i - 0.45, ax.get_ylim()[0], f"marked: {marks[campaign]}", color="#7f8c8d", fontsize=8)
+            note = f"marked: {marks[campaign]}"
+            ax.text(i - 0.45, 0.03, note, color="#7f8c8d", fontsize=8, transform=ax.get_xaxis_transform())
+    if med.min() > 0 and line["high"].max() / line["low"].min() > 5:  # a step by a factor: keep both sides readable
+        ax.set_yscale("log")
     ax.set_xticks(
         x, [f"{c}\n{str(s)[:16].replace('T', ' ')}" for c, s in zip(line["campaign"], line["started"], strict=True)]
     )
@@ -58,7 +64,7 @@ def _plot(line: pd.DataFrame, changes: pd.DataFrame, marks: dict, title: str) ->
     better = "higher is better" if DIRECTION[metric] == HIGHER else "lower is better"
     ax.set_ylabel(f"{UNITS[metric]} ({better})")
     ax.set_title(title, fontsize=10)
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90)
