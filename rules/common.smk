@@ -3,10 +3,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
+from fsbench import cells as campaign_cells
 from fsbench import config as campaign_config
-from fsbench.config import ALL_HOSTS, LOCAL
-from fsbench.devices import lock_campaign, release
-from fsbench.guards import lock_device
+from fsbench.engines import capabilities
+from fsbench.cells import ALL_HOSTS, LOCAL
+from fsbench.storage.devices import lock_campaign, release
+from fsbench.storage.guards import lock_device
 from fsbench.hosts import array_dir, workdirs_here
 from fsbench.plan import WILDCARDS, Plan, forget_device_state
 from fsbench.records import read_json
@@ -20,7 +22,7 @@ NAME = CAMPAIGN["campaign"]
 RESULTS = f"results/{NAME}"
 PLAN = Plan(CAMPAIGN)
 TARGETS = PLAN.targets
-HOSTS = campaign_config.hosts(CAMPAIGN)
+HOSTS = campaign_cells.hosts(CAMPAIGN)
 MIN_REPS, MAX_REPS = PLAN.min_reps, PLAN.max_reps
 # A cell of the campaign (Cell.path), all its repeats; its steps' records are in runs/{CELL}/rep{rep}/.
 CELL = "{host}/{array}/{target}/{test}"
@@ -121,10 +123,10 @@ def cell_outputs(host=None, array=None):
     """What tells that a cell is finished: its records (fixed repeats), or the file naming the repeats
     an adaptive cell took (rules/measure.smk)."""
     found = []
-    for c in campaign_config.cells(CAMPAIGN):
+    for c in campaign_cells.cells(CAMPAIGN):
         if host in (None, c.host) and array in (None, c.array):
             # A metadata cell's repeats: a fixed count, or an adaptive campaign's min.
-            if isinstance(c, campaign_config.MetaCell):
+            if isinstance(c, campaign_cells.MetaCell):
                 found.append(record_file("metadata", c.rep, c.path))
             elif not PLAN.adaptive:
                 found += [record_file(op, c.rep, c.path) for op in ("write", "read")]
@@ -147,8 +149,9 @@ def plot_files(as_report_items=False):
         t != "raw" for t in TARGETS
     )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
-    # dd reports no per-call times: no latency plot for a dd campaign (its IOPS come from dd's records).
-    names += ["iops"] + (["latency"] if CAMPAIGN["io"]["engine"] != "dd" else [])
+    # An engine without per-call times (dd) gets no latency plot (its IOPS come from dd's records).
+    timed = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.LATENCY) is None
+    names += ["iops"] + (["latency"] if timed else [])
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []

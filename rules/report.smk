@@ -36,7 +36,7 @@ rule aggregate:
             caption="../report/summary.rst",
             category="Tables",
         ),
-        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.compare).
+        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.analysis.compare).
         comparisons=report(
             f"{RESULTS}/comparisons.csv",
             caption="../report/comparisons.rst",
@@ -63,6 +63,7 @@ rule plots:
     input:
         measurements=f"{RESULTS}/measurements.csv",
         summary=f"{RESULTS}/summary.csv",
+        comparisons=f"{RESULTS}/comparisons.csv",
         baselines=BASELINE_ROWS,
     output:
         plot_files(as_report_items=True),

@@ -4,14 +4,15 @@ campaign.
 summary.csv holds this campaign's rows only; the baselines (baselines.csv, when the config has any)
 are summarized the same way and shown in their own section of summary.md and summary.html.
 summary.html holds the tables of summary.md as a page of its own: the report shows it inline. Both open with the
-verdicts of comparisons.csv (fsbench.compare).
+verdicts of comparisons.csv (fsbench.analysis.compare).
 """
 
 import pandas as pd
 
-from fsbench.aggregate import measurements, with_stops
-from fsbench.compare import comparisons
-from fsbench.stats import summarize, summarize_baselines, summary_html, summary_markdown
+from fsbench.analysis.aggregate import measurements, with_stops
+from fsbench.analysis.compare import comparisons
+from fsbench.analysis.stats import summarize, summarize_baselines
+from fsbench.analysis.summary import summary_html, summary_markdown
 from fsbench.step_report import run_step
 
 

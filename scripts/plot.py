@@ -4,14 +4,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from fsbench.plots import plot_campaign
+from fsbench.analysis.plots import plot_campaign
 from fsbench.step_report import run_step
 
 
 def plot(inp, outdir):
     # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
     baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
-    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines)
+    verdicts = pd.read_csv(inp.comparisons)
+    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines, verdicts)
     return [str(p) for p in paths]
 
 

@@ -18,8 +18,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from fsbench import devices  # noqa: E402
-from fsbench.records import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
+from fsbench.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
+from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
 SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
@@ -65,13 +65,13 @@ def ram_scratch():
 
 
 def run_campaign(
-    workdir: Path, config: dict, *args: str, check: bool = True, env: dict | None = None
+    workdir: Path, config: dict, *args: str, check: bool = True, env: dict | None = None, checkout: Path = REPO
 ) -> subprocess.CompletedProcess:
-    """Run the workflow on `config` in `workdir`, as a user would with --configfile."""
+    """Run the workflow (of `checkout`) on `config` in `workdir`, as a user would with --configfile."""
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = workdir / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
+    argv = [str(SNAKEMAKE), "-s", str(checkout / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
     proc = subprocess.run(
         [*argv, "--configfile", str(cfg)], capture_output=True, text=True, timeout=1200, env=os.environ | (env or {})
     )
@@ -167,8 +167,8 @@ def seed_baseline(name="3ware-2012") -> pd.DataFrame:
 
 # The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.
 
-from fsbench.job import Job, Stream  # noqa: E402
-from fsbench.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
+from fsbench.engines.job import Job, Stream  # noqa: E402
+from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
 
 # What job.aggregate gives for a measurement, and the keys every stream of it has (engines add their own).
 FIGURE_KEYS = {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops", *LATENCY_COLUMNS}

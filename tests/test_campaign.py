@@ -13,8 +13,8 @@ import pytest
 from browser import Browser, find_browser
 from PIL import Image
 
-from fsbench.document import number
-from fsbench.records import COLUMNS
+from fsbench.analysis.document import number
+from fsbench.rows import COLUMNS
 
 from conftest import REPO, SNAKEMAKE, held, needs_root, private_scratch, run_campaign
 

@@ -70,5 +70,5 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
 fi
 
-# The python engine's I/O loop (scripts/fsbench/loops.c), built once here rather than by the first measurement.
-(cd scripts && ../.venv/bin/python -c 'from fsbench import loops; loops.build()')
+# The python engine's I/O loop (scripts/fsbench/engines/loops.c), built once here rather than by the first measurement.
+(cd scripts && ../.venv/bin/python -c 'from fsbench.engines import loops; loops.build(loops.BUILD)')

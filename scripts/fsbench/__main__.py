@@ -10,10 +10,11 @@ import sys
 
 import yaml
 
-from .config import ConfigError, validate
-from .devices import release
-from .hosts import short_hostname, workdirs_here
-from .plan import forget_device_state
+from fsbench.cells import CellSpec
+from fsbench.config import ConfigError, validate
+from fsbench.hosts import short_hostname, workdirs_here
+from fsbench.plan import forget_device_state
+from fsbench.storage.devices import release
 
 
 def main(argv=None) -> int:
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
 
 
 def run_compare(args) -> int:
-    from .compare import run
+    from fsbench.analysis.compare_runs import run
 
     try:
         text, md, csv = run(args.old, args.new, args.output)
@@ -78,12 +79,12 @@ def run_compare(args) -> int:
 
 
 def run_part(args) -> int:
-    from .all_hosts import part
-    from .step_report import EXPECTED
+    from fsbench.all_hosts import part
+    from fsbench.step_report import EXPECTED
 
     try:
         with open(args.cell) as f:
-            part(json.load(f), args.op, float(args.start_at), args.scratch, args.record_dir)
+            part(CellSpec.from_params(json.load(f)), args.op, float(args.start_at), args.scratch, args.record_dir)
     except EXPECTED as e:
         print(f"fsbench: {short_hostname()}: {e}", file=sys.stderr)
         return 1

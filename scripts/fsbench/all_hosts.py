@@ -14,13 +14,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from . import arrays, devices
-from .config import ALL_HOSTS
-from .hosts import array_dir, check_host, part_host, short_hostname
-from .job import aggregate
-from .measure import measure_read, measure_write, measurement_record
-from .records import flags_for, read_json, write_json
-from .system import run
+from fsbench.cells import ALL_HOSTS, CellSpec
+from fsbench.engines.job import aggregate
+from fsbench.hosts import array_dir, check_host, part_host, short_hostname
+from fsbench.measure import measure_read, measure_write, measurement_record
+from fsbench.records import read_json, write_json
+from fsbench.rows import flags_for
+from fsbench.storage import arrays, devices
+from fsbench.system import run
 
 # Seconds from launching the parts to their common start: enough for srun to start a task on every node.
 START_DELAY = 3.0
@@ -32,15 +33,15 @@ def part_workdir(scratch: str, campaign: str, array: str, host: str) -> Path:
     return array_dir(scratch, campaign, array, part_host(host))
 
 
-def shared_folder(cell: dict, scratch: str) -> tuple[Path, Path]:
+def shared_folder(cell: CellSpec, scratch: str) -> tuple[Path, Path]:
     """Where the hosts of a shared-file cell meet: a folder on the shared path (its data), and the folder in
     scratch whose path.json names it, so that a release finds it (hosts.workdirs_here)."""
-    workdir = array_dir(scratch, cell["campaign"], cell["array"], ALL_HOSTS)
-    data = Path(cell["array_spec"]["path"]) / f"fsbench-{cell['campaign']}-{workdir.name}"
+    workdir = array_dir(scratch, cell.campaign, cell.array, ALL_HOSTS)
+    data = Path(cell.array_spec["path"]) / f"fsbench-{cell.campaign}-{workdir.name}"
     return workdir, data
 
 
-def _share(cell: dict, hosts: list[str], op: str, scratch: str) -> dict:
+def _share(cell: CellSpec, hosts: list[str], op: str, scratch: str) -> dict:
     """A shared-file cell as its parts see it: one file in a folder every host sees, host h's streams taking
     slots h × streams ... of hosts × streams. The write starts from an empty folder; no part deletes the file
     (one host's unlink would cut another's writes or reads short): the read's end does (measure)."""
@@ -50,18 +51,18 @@ def _share(cell: dict, hosts: list[str], op: str, scratch: str) -> dict:
         workdir.mkdir(parents=True, exist_ok=True)
         write_json(workdir / "path.json", {"data": str(data)})
         data.mkdir(exist_ok=True)
-    return cell | {"shared_dir": str(data), "hosts": hosts, "slots": len(hosts) * cell["streams"]}
+    return replace(cell, shared_dir=str(data), hosts=tuple(hosts), slots=len(hosts) * cell.streams)
 
 
-def part(cell: dict, op: str, start_at: float, scratch: str, record_dir: str) -> dict:
+def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str) -> dict:
     """One host's share of one op, run on that host: wait for the common start, measure, keep the record."""
     host = short_hostname()
-    workdir = part_workdir(scratch, cell["campaign"], cell["array"], host)
+    workdir = part_workdir(scratch, cell.campaign, cell.array, host)
     workdir.mkdir(parents=True, exist_ok=True)
-    state = arrays.data_folder(arrays.attach(cell["array_spec"], workdir, cell["array"]), workdir)
-    if "shared_dir" in cell:
-        state = replace(state, path=cell["shared_dir"])
-        cell = cell | {"slot_base": cell["hosts"].index(host) * cell["streams"]}
+    state = arrays.data_folder(arrays.attach(cell.array_spec, workdir, cell.array), workdir)
+    if cell.shared_by_hosts:
+        state = replace(state, path=cell.shared_dir)
+        cell = replace(cell, slot_base=cell.hosts.index(host) * cell.streams)
     time.sleep(max(0.0, start_at - time.time()))
     if op == "write":
         record = measure_write(arrays.Target(state), cell, workdir)
@@ -106,20 +107,20 @@ def part_env() -> dict:
     return env | {"PYTHONPATH": str(PACKAGE_DIR)}
 
 
-def measure(cell: dict, op: str, hosts: list[str], scratch: str, record_dir) -> dict:
+def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir) -> dict:
     """`op` (write, then in its own job read) on every host at once; one record for the whole cell."""
     record_dir = Path(record_dir)
     record_dir.mkdir(parents=True, exist_ok=True)
-    if cell.get("shared_file"):
+    if cell.shared_file:
         cell = _share(cell, hosts, op, scratch)
     spec = record_dir / "cell.json"
-    spec.write_text(json.dumps(cell))
+    spec.write_text(json.dumps(cell.as_record()))
     for host in hosts:
         (record_dir / f"{host}-{op}.json").unlink(missing_ok=True)
     start_at = time.time() + START_DELAY
     argv = part_argv(hosts, [str(spec), op, repr(start_at), scratch, str(record_dir)])
     run(argv, timeout=None, env=part_env())
-    if op == "read" and cell.get("shared_file"):
+    if op == "read" and cell.shared_file:
         devices.release(shared_folder(cell, scratch)[0])  # every host has read the shared file: it goes
     parts = [read_json(record_dir / f"{host}-{op}.json") for host in hosts]
     result = aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
@@ -129,6 +130,6 @@ def measure(cell: dict, op: str, hosts: list[str], scratch: str, record_dir) -> 
     record = measurement_record(cell, op, result, target, parts=[p["row"] for p in parts])
     record["row"]["host"] = ALL_HOSTS
     # Time-based: each part's read checked that it covered what its write moved (its own row's flags).
-    expected = None if cell.get("runtime") else cell["size"] * cell["streams"] * len(hosts)
+    expected = None if cell.runtime else cell.size * cell.streams * len(hosts)
     record["row"]["flags"] = flags_for(record["row"], expected, result["streams"])
     return record

@@ -9,10 +9,10 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 
-from .latency import Histogram
+from fsbench.engines.latency import Histogram
 
 PROGRESS_SECONDS = 10.0
 NEVER = 2**63 - 1  # a deadline that never comes (the largest perf_counter_ns a C int64 holds)
@@ -36,6 +36,7 @@ class Job:
     streams: tuple[Stream, ...]
     size: int
     block_size: int
+    _: KW_ONLY  # the rest by name: a job has too many settings to pass by position
     pattern: str = "seq"  # seq | rand: rand touches every block once, in an order drawn from `seed`
     direct: bool = False  # O_DIRECT
     data: str = "random"  # random (incompressible) | zero
@@ -49,6 +50,15 @@ class Job:
     # Blocks each stream moves, where not all `size` of them: a read after a time-based write covers what it wrote,
     # the first counts[i] blocks of stream i's order.
     counts: tuple[int, ...] = ()
+
+    def check(self, engine: str) -> None:
+        """What every engine asks of a job: data it knows, and a whole number of blocks per stream."""
+        if self.data not in ("zero", "random"):
+            raise ValueError(f"{engine} engine: unknown data {self.data!r}; allowed: zero, random")
+        if self.block_size <= 0 or self.size < self.block_size or self.size % self.block_size:
+            raise ValueError(
+                f"{engine} engine: size {self.size} is not a whole number of {self.block_size}-byte blocks"
+            )
 
     @property
     def count(self) -> int:

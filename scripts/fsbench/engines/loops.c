@@ -4,13 +4,13 @@
    this moves the blocks. Written in C because Python's own work per call (~1-4 us: the loop, the clock,
    the histogram, a write's stamps) cost up to 20 % against fio at 4 KiB and 64 KiB here
    (docs/bench-engines.md); the calls are the same ones fio makes: pread/pwrite at depth 1, io_uring
-   IORING_OP_READ/WRITE deeper. Built once by fsbench.loops with the system's C compiler, called through
+   IORING_OP_READ/WRITE deeper. Built once by fsbench.engines.loops with the system's C compiler, called through
    ctypes (which releases the GIL, so streams in threads run in parallel).
 
    Latency: one clock read (CLOCK_MONOTONIC, as Python's perf_counter_ns) per call at depth 1, whose value
    ends this call's latency and starts the next one's; per reaped batch with io_uring, a latency running
    from the clock read of the batch that queued the I/O to the one after the wait that reaped it. Buckets
-   as latency.bucket() (fsbench.loops checks SUB_BITS agrees; tests compare the two). */
+   as latency.bucket() (fsbench.engines.loops checks SUB_BITS agrees; tests compare the two). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/io_uring.h>
@@ -24,7 +24,7 @@
 #define SUB_BITS 5
 #define SUB (1 << SUB_BITS)
 
-/* What to do. fsbench.loops.IO mirrors it field for field. */
+/* What to do. fsbench.engines.loops.IO mirrors it field for field. */
 struct fsb_io {
     const int64_t *offsets; /* byte offset of each operation, in order */
     const uint8_t *reads;   /* per operation 1 read, 0 write; NULL: every operation is `read_all` */
@@ -45,14 +45,14 @@ struct fsb_io {
     int32_t read_all;
     int32_t strict;         /* a short transfer is an error; else a read may end short (end of file) */
     int32_t repeat;         /* pass over the operations again and again until the deadline */
-    int32_t ring_fd;        /* io_uring (depth > 1): the ring fsbench.uring.Ring set up, at least depth SQEs */
+    int32_t ring_fd;        /* io_uring (depth > 1): the ring fsbench.engines.uring.Ring set up, at least depth SQEs */
     uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array;
     struct io_uring_sqe *sqes;
     uint32_t *cq_head, *cq_tail, *cq_mask;
     struct io_uring_cqe *cqes;
 };
 
-/* What happened. fsbench.loops.Out mirrors it. */
+/* What happened. fsbench.engines.loops.Out mirrors it. */
 struct fsb_out {
     int64_t ops[2], total_ns[2], longest_ns[2], moved[2]; /* [0] writes, [1] reads */
     int64_t error_offset;  /* where the failing operation was */
@@ -160,7 +160,7 @@ static int submit_and_wait(const struct fsb_io *io, uint32_t tail, uint32_t *sub
 
 /* One lane's I/O in flight: what was queued, where, and when. */
 struct lane {
-    int64_t queued_at, off;
+    int64_t queued_at, off, done; /* done: bytes of a write the kernel took short so far */
     int read;
 };
 
@@ -179,7 +179,7 @@ static inline void queue(const struct fsb_io *io, struct lane *lanes, int64_t la
     sqe->user_data = (uint64_t)lane;
     io->sq_array[*tail & *io->sq_mask] = (uint32_t)lane;
     ++*tail;
-    lanes[lane] = (struct lane){now, off, r};
+    lanes[lane] = (struct lane){now, off, 0, r};
 }
 
 static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
@@ -207,8 +207,20 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
             struct io_uring_cqe *cqe = &io->cqes[head & cq_mask];
             int64_t lane = (int64_t)cqe->user_data, res = cqe->res;
             int r = lanes[lane].read;
+            int64_t want = bs - lanes[lane].done;
             in_flight--;
-            if (res < 0 || (res < bs && (io->strict || !r))) {
+            if (!r && res > 0 && res < want) { /* a short write: finish the block, as at depth 1 */
+                struct io_uring_sqe *sqe = &io->sqes[lane];
+                lanes[lane].done += res;
+                sqe->addr += (uint64_t)res;
+                sqe->len -= (uint32_t)res;
+                sqe->off += (uint64_t)res;
+                io->sq_array[tail & *io->sq_mask] = (uint32_t)lane;
+                tail++;
+                in_flight++;
+                continue;
+            }
+            if (res < 0 || (res < want && (io->strict || !r))) {
                 /* the first failure is the one to tell; what is in flight completes before returning */
                 if (!o->error) {
                     if (res >= 0)
@@ -220,8 +232,8 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
             }
             if (res) { /* a read past the end moves nothing: no operation (as at depth 1) */
                 record(o, io, r, now - lanes[lane].queued_at);
-                o->moved[r] += res;
-                moved += res;
+                o->moved[r] += lanes[lane].done + res;
+                moved += lanes[lane].done + res;
             }
             if (open && (io->repeat || k < n)) { /* the lane takes the next operation of the sequence */
                 queue(io, lanes, lane, k++, now, &tail);
@@ -234,6 +246,10 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
     free(lanes);
     return o->error ? -1 : 0;
 }
+
+/* The structs' sizes, which fsbench.engines.loops checks its ctypes mirrors against when it loads the library. */
+int64_t fsb_sizeof_io(void) { return (int64_t)sizeof(struct fsb_io); }
+int64_t fsb_sizeof_out(void) { return (int64_t)sizeof(struct fsb_out); }
 
 int fsb_run(const struct fsb_io *io, struct fsb_out *o) {
     memset(o, 0, sizeof *o);

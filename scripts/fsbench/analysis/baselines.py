@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from fsbench.ddlog import parse_dd_log
-from fsbench.latency import COLUMNS as LATENCY_COLUMNS
-from fsbench.records import COLUMNS, rate
+from fsbench.engines.ddlog import parse_dd_log
+from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
+from fsbench.rows import COLUMNS, rate
 
 _TEXT_COLUMNS = [
     "campaign",
@@ -31,7 +31,7 @@ _TEXT_COLUMNS = [
 
 
 def dd_log_rows(name: str, text: str) -> list[dict]:
-    """The dd runs in `text` as measurements.csv rows (records.COLUMNS) of the baseline `name`."""
+    """The dd runs in `text` as measurements.csv rows (rows.COLUMNS) of the baseline `name`."""
     rows, seen = [], {}
     for run in parse_dd_log(text):
         key = (run["target"], run["op"], run["block_size"])

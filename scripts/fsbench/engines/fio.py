@@ -14,8 +14,9 @@ import subprocess
 import tempfile
 import time
 
-from fsbench.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
-from fsbench.latency import Histogram
+from fsbench.engines import capabilities
+from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
+from fsbench.engines.latency import Histogram
 from fsbench.system import ToolError
 
 
@@ -34,14 +35,8 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None) -> str:
         raise ValueError("fio engine: rwmix_read goes with op mixed, and only with it")
     if job.pattern not in ("seq", "rand"):
         raise ValueError(f"fio engine: unknown pattern {job.pattern!r}; allowed: seq, rand")
-    if job.data not in ("zero", "random"):
-        raise ValueError(f"fio engine: unknown data {job.data!r}; allowed: zero, random")
-    if job.block_size <= 0 or job.size < job.block_size or job.size % job.block_size:
-        raise ValueError(f"fio engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
-    if job.slots > 1 and job.pattern != "seq":
-        raise ValueError("fio engine: a shared file is written in interleaved blocks only sequentially (pattern seq)")
-    if job.runtime and op == "write" and job.pattern != "seq":
-        raise ValueError("fio engine: a time-based write is sequential only (a read must cover what it wrote)")
+    job.check("fio")
+    capabilities.refuse("fio", capabilities.needs(job.pattern, job.iodepth, job.runtime, job.slots > 1, op))
     # Shared file: after each block, skip the other streams' (fio's offset modifier for sequential I/O).
     skip = f":{(job.slots - 1) * job.block_size}" if job.slots > 1 else ""
     lines = [
@@ -177,7 +172,7 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
 
 
 def _async_engine() -> str:
-    from fsbench.uring import why_unavailable
+    from fsbench.engines.uring import why_unavailable
 
     return "libaio" if why_unavailable() else "io_uring"
 

@@ -7,29 +7,18 @@ refused at once where the kernel has no md driver.
 """
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import devices, guards
-from .records import write_json
-from .system import output, run
-
-
-class _Record:
-    """A step's result as its record holds it (JSON: tuples become lists, and back)."""
-
-    def as_record(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_record(cls, record: dict):
-        return cls(
-            **{k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in cls.__dataclass_fields__}
-        )
+from fsbench.records import Record, write_json
+from fsbench.storage import devices, guards
+from fsbench.storage.devices import Mount
+from fsbench.storage.md import md_name, md_support, mdadm_create_argv
+from fsbench.system import output, run
 
 
 @dataclass(frozen=True)
-class ArrayState(_Record):
+class ArrayState(Record):
     """An array as it is now: what filesystems and raw cells use (`devices`), and what it is made of."""
 
     kind: str  # loop | device | mdadm | path
@@ -42,7 +31,7 @@ class ArrayState(_Record):
 
 
 @dataclass(frozen=True)
-class Filesystem(_Record):
+class Filesystem(Record):
     """What the mkfs step made, or found made for this round: its record's `filesystem`."""
 
     fs_type: str
@@ -51,17 +40,6 @@ class Filesystem(_Record):
     mkfs_argv: tuple[str, ...]
     mkfs_readback: dict  # what dumpe2fs, xfs_info or btrfs read back from the device
     devices: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Mount(_Record):
-    """Where the mount step left the filesystem: the options asked, and the kernel's (/proc/self/mountinfo)."""
-
-    mountpoint: str
-    source: str
-    fstype: str
-    options: str
-    asked: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -99,7 +77,7 @@ def attach(array: dict, workdir, name: str = "") -> ArrayState:
     state = ArrayState(kind, tuple(members), tuple(members))
     check_writable(state, workdir, key)
     if kind == "mdadm" or array.get("level") is not None:
-        why = guards.md_support()
+        why = md_support()
         if why:
             raise devices.DeviceError(f"{key} (kind {kind}, RAID {array['level']}): {why}; nothing was written")
         md = assemble_md(members, array, workdir)
@@ -124,9 +102,9 @@ def check_writable(state: ArrayState, workdir, key: str = "array") -> None:
 
 def assemble_md(members: list[str], array: dict, workdir) -> str:
     """Create the md array over `members` (not reached on kernels without md: attach stops before)."""
-    md = guards.md_name(Path(workdir).parent.name, Path(workdir).name)
+    md = md_name(Path(workdir).parent.name, Path(workdir).name)
     if not os.path.exists(md):
-        run(guards.mdadm_create_argv(md, array["level"], array["chunk"], members))
+        run(mdadm_create_argv(md, array["level"], array["chunk"], members))
     write_json(Path(workdir) / "md.json", {"md": md, "members": members})
     return md
 

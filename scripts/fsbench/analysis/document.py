@@ -20,6 +20,8 @@ FLAG_MEANING = {
     "cached": "the read began with more than 2% of its file in the page cache",
     "above-raw": "a filesystem faster than the bare device under it: a cache is in the way",
     "short-transfer": "fewer bytes moved than asked",
+    "cache-hit": "the devices moved less than half of what was read: a cache (or compression) served the read",
+    "size-before-runtime": "a time-based stream wrote all of io.size before io.runtime was up: a short figure",
 }
 
 

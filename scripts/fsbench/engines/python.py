@@ -12,11 +12,11 @@ from array import array
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
-from . import loops
-from .job import NEVER, PROGRESS_SECONDS, Job, Stream, aggregate, offsets, progress
-from .latency import Histogram
-from .loops import IO, run
-from .uring import buffer_address, fast_ring
+from fsbench.engines import loops
+from fsbench.engines.job import NEVER, PROGRESS_SECONDS, Job, Stream, aggregate, offsets, progress
+from fsbench.engines.latency import Histogram
+from fsbench.engines.loops import IO, run
+from fsbench.engines.uring import buffer_address, fast_ring
 
 # Each stream writes random data from its own pool of this many bytes (or one block, if larger): the block for
 # file position p (in blocks) is p modulo the pool's blocks, so no two blocks within POOL_BYTES of each other in
@@ -164,7 +164,7 @@ def _failure(out, s: Stream, bs: int) -> OSError:
     return OSError(out.error, f"{op} at byte {out.error_offset} of {s.path}: {why}")
 
 
-def _run(job: Job, op: str, one_stream, every: float) -> list[dict]:
+def run_streams(job: Job, op: str, one_stream, every: float) -> list[dict]:
     """Run `one_stream(index, start_line, done)` for every stream at once, in threads (the syscalls release
     the GIL), while a reporter logs the progress the streams count in `done`."""
     start_line = threading.Barrier(len(job.streams))
@@ -199,11 +199,11 @@ def _describe(job: Job, op: str) -> str:
 
 def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Write every stream (timing the flush too: the durable figure); one figure over all streams."""
-    streams = _run(job, "write", lambda i, line, done: stream(job, i, "write", line, done)["write"], every)
+    streams = run_streams(job, "write", lambda i, line, done: stream(job, i, "write", line, done)["write"], every)
     return aggregate(streams, _describe(job, "write"))
 
 
 def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Read every stream into one reused buffer each (one per I/O in flight); one figure over all streams."""
-    streams = _run(job, "read", lambda i, line, done: stream(job, i, "read", line, done)["read"], every)
+    streams = run_streams(job, "read", lambda i, line, done: stream(job, i, "read", line, done)["read"], every)
     return aggregate(streams, _describe(job, "read"))

@@ -3,7 +3,7 @@
 Each stream is a worker process of its own (mdtest's unique-directory mode: stream s works in its own tree
 <root>/stream<s>/d<k>/), so that streams run in parallel, not one at a time behind Python's GIL. All streams of a
 phase start together (a barrier) and the phase's figure is every stream's files over the time from the first
-start to the last end, as for block I/O (fsbench.job.aggregate). Per file, one latency: the open, write (fsync)
+start to the last end, as for block I/O (fsbench.engines.job.aggregate). Per file, one latency: the open, write (fsync)
 and close of a create, the stat, the open, read and close of a read, the unlink of a delete.
 
 fsync (when a create is durable): `none` (the page cache holds the files; the figure is the kernel's), `file`
@@ -22,15 +22,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .devices import DeviceError
-from .job import aggregate
-from .latency import Histogram
+from fsbench.engines.job import aggregate
+from fsbench.engines.latency import Histogram
+from fsbench.storage.devices import DeviceError
 
 PHASES = ("create", "stat", "read", "delete")
-FSYNC = ("none", "file", "end")
 # What a file costs a filesystem beyond its data, at most, for the space check: an inode, a directory entry.
 PER_FILE_OVERHEAD = 4096
 BLOCK = 4096
+
+
+def space_needed(files: int, file_size: int) -> int:
+    """Bytes `files` files take at most: each rounded up to whole 4 KiB blocks, plus an inode and an entry."""
+    return files * (-(-file_size // BLOCK) * BLOCK + PER_FILE_OVERHEAD)
+
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -62,8 +67,7 @@ class MetaJob:
         return self.streams * self.files
 
     def space_needed(self) -> int:
-        """Bytes the files take at most: each rounded up to whole 4 KiB blocks, plus an inode and an entry."""
-        return self.total_files * (-(-self.file_size // BLOCK) * BLOCK + PER_FILE_OVERHEAD)
+        return space_needed(self.total_files, self.file_size)
 
     def describe(self) -> str:
         sync = {"none": "no fsync", "file": "fsync per file", "end": "syncfs at the end"}[self.fsync]
@@ -193,7 +197,7 @@ def _worker(job: MetaJob, phase: str, stream: int, start_line, results) -> None:
 
 
 def run_phase(job: MetaJob, phase: str) -> dict:
-    """One phase on every stream at once (a process each), as one figure (fsbench.job.aggregate)."""
+    """One phase on every stream at once (a process each), as one figure (fsbench.engines.job.aggregate)."""
     ctx = multiprocessing.get_context("fork")
     start_line, results = ctx.Barrier(job.streams), ctx.Queue()
     workers = [ctx.Process(target=_worker, args=(job, phase, s, start_line, results)) for s in range(job.streams)]

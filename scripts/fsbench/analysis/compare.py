@@ -14,23 +14,14 @@ medians), positive by construction. verdict: `faster` or `slower` (a relative to
 and p < 0.05, else `no clear difference`; a side with fewer than two repeats gets no test and says so in `note`.
 """
 
-import json
-import re
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from .document import Heading, Para, Table, blocks_markdown
-from .sizes import format_size
-from .stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, UNDECIDED, cell_flags, is_metadata, sort_rows, verdict_blocks
+from fsbench.analysis.stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, cell_flags, is_metadata, sort_rows
+from fsbench.analysis.summary import UNDECIDED
+from fsbench.sizes import format_size
 
-# The test columns of measurements.csv beyond stats.TEST (docs/contract.md): a cell is the same test only where
-# these agree too. Empty where a measurements.csv has no such column.
-MORE_TEST = [c for c in ("iodepth", "shared_file") if c not in TEST]
-TESTS = [*TEST, *MORE_TEST]
-CELL_KEYS = [*KEYS, *MORE_TEST]
 # comparisons.csv, in order. vs: what differs between a and b (target, block_size or run); that column is empty.
 COLUMNS = [
     "campaign",
@@ -41,7 +32,7 @@ COLUMNS = [
     "vs",
     "target",
     "fs_type",
-    *TESTS,
+    *TEST,
     "a",
     "b",
     "n_a",
@@ -60,7 +51,7 @@ ALPHA = 0.05
 # The figure each op is judged by; iops besides, where measured.
 METRIC = {"write": "mb_s_durable", "read": "mb_s"}
 # What makes a cell the same in two runs (docs/contract.md): host too, where either run has several.
-RUN_CELL = ["array", "target", "fs_type", "op", *TESTS]
+RUN_CELL = ["array", "target", "fs_type", "op", *TEST]
 
 
 def _clean(values) -> np.ndarray:
@@ -181,11 +172,11 @@ def with_tests(measurements: pd.DataFrame) -> pd.DataFrame:
 
 
 def _cells(measurements: pd.DataFrame) -> tuple[pd.DataFrame, list[pd.DataFrame]]:
-    """The cells of `measurements` (by CELL_KEYS) in a reader's order (raw first, then the campaign's order, sizes
+    """The cells of `measurements` (by KEYS) in a reader's order (raw first, then the campaign's order, sizes
     ascending), and their rows: column `_i` of a cell indexes the list of rows."""
-    parts = list(measurements.groupby(CELL_KEYS, sort=False, dropna=False))
-    cells = pd.DataFrame([key for key, _ in parts], columns=CELL_KEYS).assign(_i=range(len(parts)))
-    return sort_rows(cells, ["campaign", "host", "array", "target", "op", *TESTS]), [rows for _, rows in parts]
+    parts = list(measurements.groupby(KEYS, sort=False, dropna=False))
+    cells = pd.DataFrame([key for key, _ in parts], columns=KEYS).assign(_i=range(len(parts)))
+    return sort_rows(cells, ["campaign", "host", "array", "target", "op", *TEST]), [rows for _, rows in parts]
 
 
 def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
@@ -199,7 +190,7 @@ def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
     place = ["campaign", "host", "array"]
     # Targets, within a cell (campaign, host, array, op, test): each filesystem against raw, then against each
     # later filesystem.
-    for _, same in cells.groupby([*place, "op", *TESTS], sort=False, dropna=False):
+    for _, same in cells.groupby([*place, "op", *TEST], sort=False, dropna=False):
         raw = [r for _, r in same.iterrows() if r["target"] == "raw"]
         fs = [r for _, r in same.iterrows() if r["target"] != "raw"]
         pairs = [(a, b) for b in raw for a in fs] + [(a, b) for i, a in enumerate(fs) for b in fs[i + 1 :]]
@@ -207,15 +198,15 @@ def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
             # IOPS is what random I/O is judged by; for sequential cells it only restates the rate.
             iops = a["pattern"] != "seq"
             for metric in metrics(a["op"], rows[a["_i"]], rows[b["_i"]], iops=iops):
-                row = {c: a[c] for c in [*place, "op", *TESTS]} | {"metric": metric, "vs": "target"}
+                row = {c: a[c] for c in [*place, "op", *TEST]} | {"metric": metric, "vs": "target"}
                 out.append(row | compare(rows[a["_i"]], rows[b["_i"]], metric, str(a["target"]), str(b["target"])))
     # Block sizes, within a target and test: each against the next larger, by rate only (iops = rate / block size:
     # smaller blocks always do more operations, which answers nothing).
-    for _, same in cells.groupby([c for c in CELL_KEYS if c != "block_size"], sort=False, dropna=False):
+    for _, same in cells.groupby([c for c in KEYS if c != "block_size"], sort=False, dropna=False):
         sizes = [r for _, r in same.sort_values("block_size", kind="stable").iterrows()]
         for a, b in zip(sizes, sizes[1:], strict=False):
             for metric in metrics(a["op"], rows[a["_i"]], rows[b["_i"]], iops=False):
-                row = {c: a[c] for c in CELL_KEYS if c != "block_size"} | {"metric": metric, "vs": "block_size"}
+                row = {c: a[c] for c in KEYS if c != "block_size"} | {"metric": metric, "vs": "block_size"}
                 names = [format_size(int(r["block_size"])) for r in (a, b)]
                 out.append(row | compare(rows[a["_i"]], rows[b["_i"]], metric, *names))
     return order(pd.DataFrame(out, columns=COLUMNS))
@@ -225,179 +216,3 @@ def order(frame: pd.DataFrame) -> pd.DataFrame:
     """Comparisons that found a difference first, each group in its own order."""
     decided = frame["verdict"] != UNDECIDED
     return pd.concat([frame[decided], frame[~decided]], ignore_index=True)
-
-
-def _same(value) -> str:
-    """A cell's value as both runs' CSVs agree on it: 1048576 = 1048576.0, True = 'True', NaN = ''."""
-    if pd.isna(value):
-        return ""
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value))
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return str(int(number)) if number.is_integer() else str(number)
-
-
-def _by_cell(frame: pd.DataFrame, key: list[str]) -> dict[tuple, pd.DataFrame]:
-    cells = [tuple(_same(v) for v in row) for row in frame[key].itertuples(index=False)]
-    return {k: rows.drop(columns="_cell") for k, rows in frame.assign(_cell=cells).groupby("_cell", sort=False)}
-
-
-def compare_runs(old: pd.DataFrame, new: pd.DataFrame, old_name: str, new_name: str) -> pd.DataFrame:
-    """Per cell both runs measured (RUN_CELL, with host where either run has several), new (a) against old (b)."""
-    old, new = old[~is_metadata(old)], new[~is_metadata(new)]  # block I/O cells only
-    if old.empty or new.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    old, new = with_tests(old), with_tests(new)
-    hosts = any("host" in f and f["host"].nunique(dropna=False) > 1 for f in (old, new))
-    key = ["host", *RUN_CELL] if hosts else RUN_CELL
-    before, after = _by_cell(old, key), _by_cell(new, key)
-    out = []
-    for cell in (k for k in after if k in before):
-        a, b = after[cell], before[cell]
-        for metric in metrics(a["op"].iloc[0], a, b):
-            row = {c: a[c].iloc[0] for c in key} | {"metric": metric, "vs": "run"}
-            out.append(row | compare(a, b, metric, new_name, old_name))
-    frame = pd.DataFrame(out, columns=COLUMNS)
-    if frame.empty:
-        return frame
-    return order(sort_rows(frame, [*(["host"] if hosts else []), "array", "target", "op", *TESTS]))
-
-
-# Provenance --------------------------------------------------------------------------------------------------------
-
-# Keys whose values tell one run from another however alike the two are: a filesystem's identity and dates.
-PER_RUN = re.compile(
-    r"(^|\.)(uuid|loop_backing_file|Filesystem UUID|Directory Hash Seed|Filesystem created|Last mount time|"
-    r"Last write time|Last checked|Lifetime writes|Checksum|Free blocks|Free inodes|Journal sequence|Mount count|"
-    r"kernel_version)$"
-)
-
-
-def _text_fields(text: str) -> dict[str, str] | None:
-    """A tool's read-back as fields: 'Name:  value' lines (dumpe2fs, btrfs) or 'section = a=1 b=2, c=3' lines
-    (xfs_info). None for text of one line."""
-    lines = text.splitlines()
-    if len(lines) < 2:
-        return None
-    out, section = {}, ""
-    for i, line in enumerate(lines):
-        named = re.match(r"^([^:=]+?):\s*(.*)$", line)
-        if named:
-            out[named.group(1).strip()] = named.group(2).strip()
-            continue
-        head = re.match(r"^([^\s=][^=]*?)\s*=", line)
-        if head:
-            section = head.group(1).strip()
-        pairs = re.findall(r"([\w.-]+)=([^\s,]+)", line)
-        for name, value in pairs:
-            out[f"{section}.{name}" if section and name != section else name] = value
-        if not named and not pairs and line.strip():
-            out[f"line {i + 1}"] = line.strip()
-    return out
-
-
-def flatten(value, prefix: str = "") -> dict[str, str]:
-    """provenance.json as dotted keys: 'arrays.demo.targets.ext4.mount_options_read_back' -> 'rw,relatime';
-    lists of words as one value, lists of objects by index, multi-line read-backs by field."""
-    out: dict[str, str] = {}
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out |= flatten(v, f"{prefix}.{k}" if prefix else str(k))
-    elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
-        for i, v in enumerate(value):
-            out |= flatten(v, f"{prefix}[{i}]")
-    elif isinstance(value, list):
-        out[prefix] = " ".join(map(str, value))
-    elif isinstance(value, str) and (fields := _text_fields(value)) is not None:
-        out |= {f"{prefix}.{k}": v for k, v in fields.items()}
-    else:
-        out[prefix] = "" if value is None else str(value)
-    return out
-
-
-def provenance_diff(old: dict, new: dict) -> tuple[list[tuple[str, str, str]], list[str]]:
-    """(key, old value, new value) for every key whose value differs (absent: '(none)'), and apart from those
-    the keys that differ between any two runs (PER_RUN: UUIDs, dates)."""
-    a, b = flatten(old), flatten(new)
-    keys = list(dict.fromkeys([*a, *b]))
-    differ = [k for k in keys if a.get(k) != b.get(k)]
-    per_run = [k for k in differ if PER_RUN.search(k)]
-    return [(k, a.get(k, "(none)"), b.get(k, "(none)")) for k in differ if k not in per_run], per_run
-
-
-# What of a run's settings measurements.csv holds, where provenance.json may not.
-SETTINGS = ["engine", "cache", "bytes", "data"]
-
-
-def settings(measurements: pd.DataFrame) -> dict:
-    """The run-wide settings seen in measurements.csv: each column's values, as provenance-like keys."""
-    return {
-        "measurements": {
-            c: " ".join(map(str, pd.unique(measurements[c].dropna()))) for c in SETTINGS if c in measurements
-        }
-    }
-
-
-# `python -m fsbench compare OLD NEW` ---------------------------------------------------------------------------------
-
-
-def locate(path) -> tuple[Path, Path]:
-    """(measurements.csv, provenance.json beside it) of a result folder or a measurements.csv file."""
-    path = Path(path)
-    csv = path / "measurements.csv" if path.is_dir() else path
-    if not csv.is_file():
-        raise FileNotFoundError(f"{path}: no measurements.csv there")
-    return csv, csv.parent / "provenance.json"
-
-
-def read_provenance(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-
-
-def compare_blocks(result: pd.DataFrame, changes, per_run, old_path, new_path, missing=()) -> list:
-    """The output of `fsbench compare` as blocks: the verdicts, then what differs in provenance."""
-    blocks: list = [Heading(1, f"fsbench compare: new ({new_path}) against old ({old_path})")]
-    if result.empty:
-        blocks.append(
-            Para(
-                "The two runs share no cell (array, target, fs_type, op, pattern, block size, direct, "
-                "streams): nothing to compare."
-            )
-        )
-    else:
-        blocks += verdict_blocks(result, source="the CSV beside this file")
-    blocks.append(Heading(2, "What differs in provenance"))
-    for name in missing:
-        blocks.append(Para(f"{name} has no provenance.json beside it: only measurements.csv's settings are compared."))
-    if changes:
-        blocks.append(Table(["key", "old", "new"], [list(c) for c in changes], prose=True))
-    else:
-        blocks.append(Para("Nothing that describes the set-up differs."))
-    if per_run:
-        blocks.append(Para(f"Also different, as between any two runs: {', '.join(per_run)}."))
-    return blocks
-
-
-def run(old_path, new_path, out=None) -> tuple[str, Path, Path]:
-    """Compare two runs; write the text (Markdown) and the comparisons (CSV). (text, markdown path, csv path)."""
-    (old_csv, old_prov), (new_csv, new_prov) = locate(old_path), locate(new_path)
-    old, new = pd.read_csv(old_csv), pd.read_csv(new_csv)
-    result = compare_runs(old, new, "old", "new")
-    prov = {str(path): read_provenance(p) for path, p in ((old_path, old_prov), (new_path, new_prov))}
-    missing = [path for path, p in prov.items() if p is None]
-    changes, per_run = provenance_diff(
-        (read_provenance(old_prov) or {}) | settings(old), (read_provenance(new_prov) or {}) | settings(new)
-    )
-    text = blocks_markdown(compare_blocks(result, changes, per_run, old_path, new_path, missing))
-    base = Path(out) if out else new_csv.parent / "compare"
-    md, csv = base.with_suffix(".md"), base.with_suffix(".csv")
-    md.parent.mkdir(parents=True, exist_ok=True)
-    md.write_text(text)
-    result.to_csv(csv, index=False)
-    return text, md, csv

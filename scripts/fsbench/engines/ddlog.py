@@ -2,13 +2,13 @@
 
 Headings ("Raw write", "EXT3 read"), the dd command line, dd's closing lines in any common format and
 optionally the shell's `real` line. Each dd run becomes one run; status=progress lines are not runs.
-Used for baselines (fsbench.baselines) and to read dd's own output (fsbench.ddengine).
+Used for baselines (fsbench.analysis.baselines) and to read dd's own output (fsbench.engines.dd).
 """
 
 import math
 import re
 
-from fsbench.records import flags_for
+from fsbench.rows import flags_for
 from fsbench.sizes import parse_size
 
 # dd's closing line: GNU `N bytes (21 GB, 20 GiB) copied, 68.929 s, 312 MB/s`, older GNU and BusyBox

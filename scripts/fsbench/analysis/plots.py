@@ -20,17 +20,11 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import PercentFormatter  # noqa: E402
 
-from .compare import comparisons  # noqa: E402
-from .sizes import format_size  # noqa: E402
-from .stats import (  # noqa: E402
+from fsbench.analysis.stats import (  # noqa: E402
     PHASES,
     TEST,
-    UNDECIDED,
-    baseline_parts,
     is_metadata,
     label_of_test,
-    places,
-    several,
     sort_rows,
     summarize,
     summarize_baselines,
@@ -38,6 +32,8 @@ from .stats import (  # noqa: E402
     varying,
     with_iodepth,
 )
+from fsbench.analysis.summary import UNDECIDED, baseline_parts, places, several  # noqa: E402
+from fsbench.sizes import format_size  # noqa: E402
 
 DPI = 110
 OPS = ["write", "read"]
@@ -221,12 +217,13 @@ def durable_view(measurements: pd.DataFrame) -> pd.DataFrame:
     return measurements.assign(mb_s=measurements["mb_s"].where(~writes, measurements["mb_s_durable"]))
 
 
-def _verdicts_vs_raw(measurements: pd.DataFrame, vary) -> dict:
-    """(campaign, host, array, target, op, hue) -> (ratio to raw, verdict), from the comparisons of comparisons.csv."""
-    if measurements.empty or "raw" not in set(measurements["target"]):
+def _verdicts_vs_raw(comparisons: pd.DataFrame | None, vary) -> dict:
+    """(campaign, host, array, target, op, hue) -> (ratio to raw, verdict), as comparisons.csv has them."""
+    if comparisons is None or comparisons.empty:
         return {}
-    found = comparisons(measurements)
-    found = found[(found["vs"] == "target") & (found["b"] == "raw") & (found["metric"] != "iops")]
+    found = comparisons[
+        (comparisons["vs"] == "target") & (comparisons["b"] == "raw") & (comparisons["metric"] != "iops")
+    ]
     return {
         (str(r["campaign"]), str(r["host"]), str(r["array"]), str(r["a"]), r["op"], label_of_test(r, vary)): (
             r["ratio"],
@@ -236,12 +233,12 @@ def _verdicts_vs_raw(measurements: pd.DataFrame, vary) -> dict:
     }
 
 
-def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame) -> Figure:
+def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: pd.DataFrame | None = None) -> Figure:
     """Durable writes and reads by target and block size, each filesystem's share of raw coloured by its verdict."""
     if len(measurements):
         measurements = durable_view(measurements)
         summary = summarize(measurements)
-    verdicts = _verdicts_vs_raw(measurements, varying(summary)) if len(measurements) else {}
+    verdicts = _verdicts_vs_raw(comparisons, varying(summary))
     labels, colours = _hues(summary)
     vary = varying(summary)
     summary = _with_hue(summary, vary)
@@ -703,8 +700,11 @@ def _metadata(measurements: pd.DataFrame) -> Figure:
     return fig
 
 
-def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir, baselines=None) -> list[Path]:
+def plot_campaign(
+    measurements: pd.DataFrame, summary: pd.DataFrame, outdir, baselines=None, comparisons=None
+) -> list[Path]:
     """Write throughput, efficiency (when there is raw) and durable (when there are writes) as PNG and SVG.
+    The verdicts they colour are those aggregate wrote to comparisons.csv (`comparisons`), never made again here.
 
     With `baselines` (the rows of baselines.csv, non-empty) also `baselines`: the campaign beside them.
     """
@@ -719,7 +719,7 @@ def plot_campaign(measurements: pd.DataFrame, summary: pd.DataFrame, outdir, bas
     figures = []
     if not summary.empty:
         figures += [
-            ("throughput", lambda: _throughput(measurements, summary)),
+            ("throughput", lambda: _throughput(measurements, summary, comparisons)),
             ("efficiency", lambda: _efficiency(summary)),
             ("durable", lambda: _durable(summary)),
         ]

@@ -14,29 +14,22 @@ import tempfile
 import threading
 import time
 
-from fsbench.ddlog import parse_dd_log
-from fsbench.job import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
+from fsbench.engines import capabilities
+from fsbench.engines.ddlog import parse_dd_log
+from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
 from fsbench.system import ToolError
 
 POOL_DIR = "/dev/shm"
-RAND_MESSAGE = "dd engine: pattern rand is not possible with dd; use engine python or fio"
 # dd's closing lines are translated in other locales ("Bytes kopiert", "68,9 s"); parse_dd_log reads C.
 _ENV = {**os.environ, "LC_ALL": "C"}
 
 
 def _check(job: Job) -> None:
-    if job.pattern == "rand":
-        raise ValueError(RAND_MESSAGE)
+    # What dd cannot do at all; a read after a time-based write counts blocks (job.counts) as a time would.
+    capabilities.refuse("dd", capabilities.needs(job.pattern, job.iodepth, job.runtime or job.counts, job.slots > 1))
     if job.pattern != "seq":
         raise ValueError(f"dd engine: unknown pattern {job.pattern!r}; allowed: seq")
-    if job.data not in ("zero", "random"):
-        raise ValueError(f"dd engine: unknown data {job.data!r}; allowed: zero, random")
-    if job.block_size <= 0 or job.size < job.block_size or job.size % job.block_size:
-        raise ValueError(f"dd engine: size {job.size} is not a whole number of {job.block_size}-byte blocks")
-    if job.slots > 1:
-        raise ValueError("dd engine: dd writes one run of blocks; it cannot interleave streams in a shared file")
-    if job.runtime or job.counts:
-        raise ValueError("dd engine: dd stops only at its count; it cannot run for a time (io.runtime)")
+    job.check("dd")
     for s in job.streams:
         if s.offset % job.block_size:
             raise ValueError(f"dd engine: offset {s.offset} of {s.path} is not a multiple of bs={job.block_size}")

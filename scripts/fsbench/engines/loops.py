@@ -1,9 +1,12 @@
 """The python engine's I/O loop (loops.c): built once with the system's C compiler, run through ctypes.
 
 run(io) moves a stream's blocks as `IO` says and returns `Out`: operations, bytes, latency sums per kind (the
-histograms it fills are latency.Histogram counters). The library is built on first use into _build/ beside
-this file, named by a hash of its source, so a changed loops.c is rebuilt and parallel builds (Snakemake jobs,
-Slurm nodes on a shared filesystem) each write their own file and rename it into place.
+histograms it fills are latency.Histogram counters). `make setup` builds the library into _build/ beside this
+file; where it has not, the first measurement builds it into a cache folder outside the source tree (the source
+may be read-only, e.g. installed on a cluster), $FSBENCH_CACHE or ~/.cache/fsbench. Either is named by a hash of
+the source, so a changed loops.c is rebuilt, and parallel builds (Snakemake jobs, Slurm nodes on a shared
+filesystem) each write their own file and rename it into place. Warnings do not fail a build (a newer compiler's
+new warning must not stop a measurement); the test suite builds it with -Werror.
 """
 
 import ctypes
@@ -13,11 +16,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .latency import SUB_BITS
+from fsbench.engines.latency import SUB_BITS
 
 SOURCE = Path(__file__).with_name("loops.c")
-BUILD = Path(__file__).with_name("_build")
-CFLAGS = ["-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC"]
+BUILD = Path(__file__).with_name("_build")  # make setup's
+CFLAGS = ["-O2", "-Wall", "-Wextra", "-shared", "-fPIC"]
+
+
+def cache_dir() -> Path:
+    """Where a first measurement builds the library when make setup has not."""
+    return Path(os.environ.get("FSBENCH_CACHE") or Path.home() / ".cache" / "fsbench")
+
+
 # Tests only: when set, the loop's clock starts at 0 and advances this many ns at every read (not the real
 # clock), so a time-based run ends after an exact number of calls.
 CLOCK_STEP_NS = 0
@@ -74,26 +84,32 @@ class Out(ctypes.Structure):
     ]
 
 
-def build() -> Path:
-    """The built library (building it if this source has not been built yet)."""
-    digest = hashlib.sha256(SOURCE.read_bytes() + " ".join(CFLAGS).encode()).hexdigest()[:16]
-    lib = BUILD / f"loops-{digest}.so"
-    if lib.exists():
-        return lib
+def _name(flags: list[str]) -> str:
+    return f"loops-{hashlib.sha256(SOURCE.read_bytes() + ' '.join(flags).encode()).hexdigest()[:16]}.so"
+
+
+def build(into: Path | None = None, extra: tuple[str, ...] = ()) -> Path:
+    """The built library: make setup's (in BUILD), or one built now into `into` (default: the cache folder)."""
+    flags = [*CFLAGS, *extra]
+    for folder in [into] if into else [BUILD, cache_dir()]:
+        if (folder / _name(flags)).exists():
+            return folder / _name(flags)
+    folder = into or cache_dir()
+    lib = folder / _name(flags)
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise RuntimeError(
             f"fsbench's python engine runs its I/O loop in C ({SOURCE.name}) and needs a C compiler to build it "
             "once: install one (Debian: apt-get install gcc) or set CC"
         )
-    BUILD.mkdir(exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     part = lib.with_name(f"{lib.name}.{os.getpid()}.part")
-    proc = subprocess.run([cc, *CFLAGS, "-o", str(part), str(SOURCE)], capture_output=True, text=True)
+    proc = subprocess.run([cc, *flags, "-o", str(part), str(SOURCE)], capture_output=True, text=True)
     if proc.returncode != 0:
         part.unlink(missing_ok=True)
         raise RuntimeError(f"building {SOURCE} with {cc} failed:\n{proc.stderr.strip()}")
     os.replace(part, lib)
-    for old in BUILD.glob("loops-*.so"):  # earlier versions' (a process still using one keeps its mapping)
+    for old in folder.glob("loops-*.so"):  # earlier versions' (a process still using one keeps its mapping)
         if old != lib:
             old.unlink(missing_ok=True)
     return lib
@@ -109,6 +125,13 @@ def _library() -> ctypes.CDLL:
         lib.fsb_run.argtypes = [ctypes.POINTER(IO), ctypes.POINTER(Out)]
         if lib.fsb_sub_bits() != SUB_BITS:
             raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
+        for struct, size in ((IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out)):
+            size.restype = ctypes.c_int64
+            if size() != ctypes.sizeof(struct):
+                raise RuntimeError(
+                    f"{SOURCE.name}'s struct {struct.__doc__.split()[1]} is {size()} bytes, its ctypes mirror "
+                    f"{struct.__name__} {ctypes.sizeof(struct)}: make them agree field for field"
+                )
         _lib = lib
     return _lib
 

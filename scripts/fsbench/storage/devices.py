@@ -2,8 +2,9 @@
 
 Every function brings the real state to what is asked and is safe to call
 again (idempotent), because Snakemake may run a step after a crash, a kill or
-on a later invocation. Nothing here writes to a device that is not a loop
-device backed by an image under the campaign's own scratch directory.
+on a later invocation. A real device (arrays of kind device or mdadm) is written
+only after fsbench.storage.guards has passed it (fsbench.storage.arrays.check_writable);
+loop devices are those of images under the campaign's own scratch directory.
 """
 
 import fcntl
@@ -14,8 +15,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .records import read_json, write_json
-from .system import ToolError, output, run
+from fsbench.records import Record, read_json, write_json
+from fsbench.storage.md import mdadm_stop_argv
+from fsbench.system import ToolError, output, run
 
 # mkfs without lazy initialisation, so no kernel thread writes in the background while we measure,
 # and with the force flag each tool needs to overwrite an earlier filesystem on the same image.
@@ -33,12 +35,16 @@ class DeviceError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Mount:
+class Mount(Record):
+    """A mount as the kernel reports it (/proc/self/mountinfo); where fsbench's mount step made it, its record
+    also keeps the options the campaign asked for."""
+
     source: str
     mountpoint: str
     fstype: str
     options: str  # per-mount and superblock options, as the kernel reports them
-    device: str  # major:minor
+    device: str = ""  # major:minor
+    asked: tuple[str, ...] = ()
 
 
 def _unescape(field: str) -> str:
@@ -50,7 +56,7 @@ def mounts() -> list[Mount]:
     for line in Path("/proc/self/mountinfo").read_text().splitlines():
         left, right = line.split(" - ", 1)
         f, r = left.split(), right.split()
-        found.append(Mount(_unescape(r[1]), _unescape(f[4]), r[0], f"{f[5]},{r[2]}", f[2]))
+        found.append(Mount(_unescape(r[1]), _unescape(f[4]), r[0], f"{f[5]},{r[2]}", device=f[2]))
     return found
 
 
@@ -268,8 +274,6 @@ def release(scratch) -> list[str]:
             done.append(f"detached {dev} ({backing})")
     md = Path(root) / "md.json"
     if md.exists():  # an md array assembled over the members: stop it before they go
-        from .guards import mdadm_stop_argv  # guards imports this module
-
         name = read_json(md)["md"]
         run(mdadm_stop_argv(name), check=False)
         md.unlink()

@@ -2,8 +2,8 @@
 
 from typing import Protocol
 
-from . import ddengine, engine, fioengine, mixed
-from .job import Job
+from fsbench.engines import dd, fio, mixed, python
+from fsbench.engines.job import Job
 
 
 class Engine(Protocol):
@@ -15,7 +15,7 @@ class Engine(Protocol):
     def read(self, job: Job) -> dict: ...
 
 
-ENGINES: dict[str, Engine] = {"python": engine, "dd": ddengine, "fio": fioengine}
+ENGINES: dict[str, Engine] = {"python": python, "dd": dd, "fio": fio}
 
 
 def run_engine(name: str, op: str, job: Job) -> dict:
@@ -29,5 +29,5 @@ def run_mixed(name: str, job: Job, rwmix_read: int) -> dict:
     if name == "python":
         return mixed.run(job, rwmix_read)
     if name == "fio":
-        return fioengine.mixed(job, rwmix_read)
+        return fio.mixed(job, rwmix_read)
     raise ValueError(f"engine {name}: mixed reads and writes need io.engine python or fio")

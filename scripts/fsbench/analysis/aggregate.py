@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .records import COLUMNS, read_json
-from .stats import TEST, flag_above_raw
+from fsbench.analysis.stats import TEST, flag_above_raw
+from fsbench.records import read_json
+from fsbench.rows import COLUMNS
 
 # Beyond the contract's columns: what made each figure, and where its full record is.
 EXTRA = ["command", "record"]

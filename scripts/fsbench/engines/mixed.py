@@ -12,8 +12,8 @@ wall time.
 
 import random
 
-from .engine import _run, stream
-from .job import PROGRESS_SECONDS, Job, aggregate
+from fsbench.engines.job import PROGRESS_SECONDS, Job, aggregate
+from fsbench.engines.python import run_streams, stream
 
 
 def kinds(blocks: int, rwmix_read: int, seed: int) -> list[bool]:
@@ -46,6 +46,6 @@ def run(job: Job, rwmix_read: int, every: float = PROGRESS_SECONDS) -> dict:
         reads = kinds(job.blocks(i), rwmix_read, job.seed * 7919 + i)
         return stream(job, i, "mixed", line, done, bytes(reads))
 
-    streams = _run(job, "mixed", one_stream, every)
+    streams = run_streams(job, "mixed", one_stream, every)
     command = describe(job, rwmix_read)
     return {op: aggregate([s[op] for s in streams], command) for op in ("read", "write")}
