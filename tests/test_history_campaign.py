@@ -15,7 +15,7 @@ import pytest
 import yaml
 from browser import Browser, find_browser
 
-from fsbench import devices
+from fsbench.storage import devices
 
 from conftest import BLKIO, REPO, SNAKEMAKE, MiB, needs_root, needs_throttle
 
