@@ -47,8 +47,9 @@ def _plot(line: pd.DataFrame, changes: pd.DataFrame, marks: dict, title: str) ->
         ax.axvline(i - 0.5, color=colour, linewidth=2)
         changed = ch["context_changed"] or "no context change recorded"
         changed = changed if len(changed) <= 60 else changed[:57] + "…"
-        note = f"{ch['verdict']} ×{ch['ratio']:.2f}\n{changed}"
-        ax.text(i - 0.45, 0.97, note, color=colour, va="top", fontsize=8, transform=ax.get_xaxis_transform())
+        note = f"{ch['verdict']} ×{ch['ratio']:.3g}\n{changed}"
+        box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none"}  # readable over the line it may cross
+        ax.text(i - 0.45, 0.97, note, color=colour, va="top", fontsize=8, transform=ax.get_xaxis_transform(), bbox=box)
     for i, campaign in enumerate(line["campaign"]):
         if campaign in marks and i > 0:
             ax.axvline(i - 0.5, color="#7f8c8d", linestyle="--")
@@ -92,7 +93,7 @@ def page(points: pd.DataFrame, changes: pd.DataFrame, marks: dict, out: Path, ti
         notes = "".join(
             f"<li class='{c['verdict']}'>{html.escape(c['verdict'])} from {html.escape(c['before_run'])} to "
             f"{html.escape(c['after_run'])}: median {c['median_before']:.4g} → {c['median_after']:.4g} "
-            f"(×{c['ratio']:.3f}, p = {c['p_value']:.2g}); context changed: "
+            f"(×{c['ratio']:.3g}, p = {c['p_value']:.2g}); context changed: "
             f"{html.escape(c['context_changed'] or 'nothing recorded')}</li>"
             for _, c in mine.iterrows()
         )
