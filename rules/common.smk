@@ -1,3 +1,4 @@
+import hashlib
 import sys
 from pathlib import Path
 
@@ -31,6 +32,23 @@ CELL = "{host}/{array}/{target}/{test}"
 wildcard_constraints:
     **WILDCARDS,
     target="|".join(TARGETS),
+
+
+def analysis_code():
+    """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
+    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see README).
+    """
+    scripts = Path(workflow.basedir) / "scripts"
+    files = sorted((scripts / "fsbench" / "analysis").glob("*.py"))
+    files += [
+        scripts / "fsbench" / "rows.py",
+        scripts / "aggregate.py",
+        scripts / "plot.py",
+    ]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+
+
+ANALYSIS_CODE = analysis_code()
 
 
 def record_file(step, rep="{rep}", cell=CELL):
@@ -149,9 +167,9 @@ def plot_files(as_report_items=False):
         t != "raw" for t in TARGETS
     )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
-    # An engine without per-call times (dd) gets no latency plot (its IOPS come from dd's records).
+    # An engine without per-call times (dd) gets no latency plots (its IOPS come from dd's records).
     timed = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.LATENCY) is None
-    names += ["iops"] + (["latency"] if timed else [])
+    names += ["iops"] + (["latency", "latency_percentiles"] if timed else [])
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []

@@ -55,6 +55,7 @@ rule aggregate:
         "../envs/fsbench.yaml"
     params:
         campaign=NAME,
+        code=ANALYSIS_CODE,
     script:
         "../scripts/aggregate.py"
 
@@ -65,12 +66,16 @@ rule plots:
         summary=f"{RESULTS}/summary.csv",
         comparisons=f"{RESULTS}/comparisons.csv",
         baselines=BASELINE_ROWS,
+        # The latency percentile curves read each measurement's histogram from its record.
+        records=cell_outputs(),
     output:
         plot_files(as_report_items=True),
     log:
         f"{RESULTS}/logs/plots.log",
     conda:
         "../envs/fsbench.yaml"
+    params:
+        code=ANALYSIS_CODE,
     script:
         "../scripts/plot.py"
 

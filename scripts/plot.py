@@ -1,10 +1,14 @@
-"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable, and beside the baselines."""
+"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable, IOPS, latency under load and
+latency percentiles, and beside the baselines."""
 
 from pathlib import Path
 
 import pandas as pd
 
+from fsbench.analysis.aggregate import record_paths
+from fsbench.analysis.percentiles import percentile_curves
 from fsbench.analysis.plots import plot_campaign
+from fsbench.records import read_json
 from fsbench.step_report import run_step
 
 
@@ -12,7 +16,11 @@ def plot(inp, outdir):
     # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
     baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
     verdicts = pd.read_csv(inp.comparisons)
-    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines, verdicts)
+    # The latency percentile curves come from the histograms the records keep (measurements.csv has 4 percentiles).
+    curves = percentile_curves([read_json(p) for p in record_paths(list(inp.records))])
+    paths = plot_campaign(
+        pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines, verdicts, curves
+    )
     return [str(p) for p in paths]
 
 

@@ -5,11 +5,14 @@ from pathlib import Path
 import pandas as pd
 
 from fsbench.analysis.stats import TEST, flag_above_raw
+from fsbench.analysis.validity import with_validity
 from fsbench.records import read_json
 from fsbench.rows import COLUMNS
 
-# Beyond the contract's columns: what made each figure, and where its full record is.
+# Beyond the contract's columns: what made each figure, and where its full record is; then whether the figure is
+# valid and why not (fsbench.validity), judged here from the flags so that old records need no new measurement.
 EXTRA = ["command", "record"]
+VALIDITY = ["valid", "invalid_reasons"]
 # What identifies a cell across its repeats and ops.
 CELL_KEYS = ["host", "array", "target", *TEST]
 
@@ -31,7 +34,7 @@ def measurements(paths: list[str]) -> pd.DataFrame:
         # An all-hosts cell also keeps each host's own figure, as host '<name>@all'.
         rows += [part | {"command": rec["command"], "record": str(path)} for part in rec.get("parts", [])]
     df = pd.DataFrame(rows, columns=COLUMNS + EXTRA)
-    return flag_above_raw(df)
+    return with_validity(flag_above_raw(df))[COLUMNS + EXTRA + VALIDITY]
 
 
 def with_stops(summary: pd.DataFrame, paths: list[str], measured: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,9 @@ d = mean(log a) - mean(log b), se = sqrt(var(log a)/n_a + var(log b)/n_b), Welch
 the interval exp(d ± t(0.975, df) se) is that of the ratio of geometric means (for lognormal rates the ratio of
 medians), positive by construction. verdict: `faster` or `slower` (a relative to b) where the interval excludes 1
 and p < 0.05, else `no clear difference`; a side with fewer than two repeats gets no test and says so in `note`.
+Only figures that are valid answer (fsbench.validity): valid_a and valid_b say whether every repeat of that side
+is; where one is not, the verdict is `not comparable` and `note` says which side and why (the ratio, interval and p
+are still given, for what they are worth).
 """
 
 import numpy as np
@@ -20,6 +23,7 @@ from scipy.stats import t as student_t
 
 from fsbench.analysis.stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, cell_flags, is_metadata, sort_rows
 from fsbench.analysis.summary import UNDECIDED
+from fsbench.analysis.validity import NOT_COMPARABLE, side
 from fsbench.sizes import format_size
 
 # comparisons.csv, in order. vs: what differs between a and b (target, block_size or run); that column is empty.
@@ -45,6 +49,8 @@ COLUMNS = [
     "p_value",
     "verdict",
     "note",
+    "valid_a",
+    "valid_b",
 ]
 # Below this p (and with the interval excluding 1) a difference is called.
 ALPHA = 0.05
@@ -96,7 +102,13 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metric: str, name_a: str, name_b: 
     med_a, med_b = (float(np.median(x)) if len(x) else np.nan for x in (xa, xb))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = med_a / med_b if med_b > 0 else np.nan
-    notes = [test["note"]] if test["note"] else []
+    (valid_a, why_a), (valid_b, why_b) = side(a), side(b)
+    invalid = [
+        f"{name} not valid ({why})" for name, ok, why in ((name_a, valid_a, why_a), (name_b, valid_b, why_b)) if not ok
+    ]
+    said = verdict(test["ci_low"], test["ci_high"], test["p_value"])
+    notes = [f"{NOT_COMPARABLE}: {' and '.join(invalid)}"] if invalid else []
+    notes += [test["note"]] if test["note"] else []
     for name, rows in ((name_a, a), (name_b, b)):
         flags = cell_flags(rows["flags"]) if "flags" in rows else ""
         if flags:
@@ -112,8 +124,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metric: str, name_a: str, name_b: 
         "ci_low": test["ci_low"],
         "ci_high": test["ci_high"],
         "p_value": test["p_value"],
-        "verdict": verdict(test["ci_low"], test["ci_high"], test["p_value"]),
+        "verdict": said if valid_a and valid_b else NOT_COMPARABLE,
         "note": "; ".join(notes),
+        "valid_a": valid_a,
+        "valid_b": valid_b,
     }
 
 
@@ -213,6 +227,7 @@ def comparisons(measurements: pd.DataFrame) -> pd.DataFrame:
 
 
 def order(frame: pd.DataFrame) -> pd.DataFrame:
-    """Comparisons that found a difference first, each group in its own order."""
-    decided = frame["verdict"] != UNDECIDED
-    return pd.concat([frame[decided], frame[~decided]], ignore_index=True)
+    """Comparisons that found a difference first, then those that found none, then those resting on a figure that
+    is not valid; each group in its own order."""
+    rank = frame["verdict"].map({UNDECIDED: 1, NOT_COMPARABLE: 2}).fillna(0)
+    return frame.iloc[rank.argsort(kind="stable")].reset_index(drop=True)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from fsbench.analysis.validity import INVALIDATING
+
 
 def number(value) -> str:
     """Few enough digits to read at a glance, as many as small rates need."""
@@ -50,6 +52,7 @@ class Rate:
     stopped: str = ""
     no_ci: str = ""  # why there is no CI: summary.csv's ci95_note
     unit: str = "MB/s"  # or files/s (the metadata test)
+    invalid: list[str] = field(default_factory=list)  # the invalidating flags (fsbench.validity): not a valid figure
 
     def ci(self) -> str:
         return f"[{number(self.low)}–{number(self.high)}]" if pd.notna(self.low) else ""
@@ -58,6 +61,8 @@ class Rate:
         if pd.isna(self.median):
             return "–"
         out = " ".join(filter(None, [f"{number(self.median)} {self.unit}", self.ci(), f"n={self.n}"]))
+        if self.invalid:
+            out = f"not valid ({', '.join(self.invalid)}): {out}"
         if self.no_ci and not self.ci():
             out += f", {self.no_ci}"
         if self.flags:
@@ -74,9 +79,13 @@ class Table:
 
 @dataclass
 class Verdict:
-    """A verdict cell: faster, slower or no clear difference (coloured in HTML)."""
+    """A verdict cell: faster, slower (coloured in HTML), no clear difference, or not comparable (greyed) and why."""
 
     text: str
+    why: str = ""
+
+    def said(self) -> str:
+        return f"{self.text}: {self.why}" if self.why else self.text
 
 
 def _md_table(table: Table) -> list[str]:
@@ -84,7 +93,7 @@ def _md_table(table: Table) -> list[str]:
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
 
     rows = [
-        [c.text() if isinstance(c, Rate) else c.text if isinstance(c, Verdict) else c for c in row]
+        [c.text() if isinstance(c, Rate) else c.said() if isinstance(c, Verdict) else c for c in row]
         for row in table.rows
     ]
     bar = "|" + "|".join([" --- "] + [" --- " if table.prose else " ---: "] * (len(table.header) - 1)) + "|"
@@ -134,6 +143,12 @@ td.reason { text-align: left; font-size: .85rem; max-width: 28rem; }
 td.verdict { text-align: left; font-weight: 600; white-space: nowrap; }
 td.faster { color: #116329; }
 td.slower { color: #a40e26; }
+/* Not a valid figure (fsbench.validity): hatched and grey, never coloured as a verdict. */
+td.invalid { background: repeating-linear-gradient(135deg, #f4f4f4 0 6px, #e6e6e6 6px 8px); color: #6e7781; }
+td.invalid .median { font-weight: 400; text-decoration: line-through; text-decoration-color: #8c959f; }
+.invalid-mark { display: block; font-size: .78rem; font-weight: 700; color: #57606a; white-space: nowrap; }
+.flag.invalidating { background: #eaeef2; color: #424a53; border-color: #8c959f; }
+td.verdict.not-comparable { color: #6e7781; font-weight: 400; white-space: normal; }
 """
 
 
@@ -152,17 +167,21 @@ def _html_cell(cell, prose: bool) -> str:
             else f"n={cell.n}, {html.escape(cell.no_ci or 'no CI')}"
         )
         flags = "".join(
-            f'<span class="flag" title="{html.escape(FLAG_MEANING.get(f.split(" (")[0], ""))}">{html.escape(f)}</span>'
+            f'<span class="flag{" invalidating" if f.split(" (")[0] in INVALIDATING else ""}" '
+            f'title="{html.escape(FLAG_MEANING.get(f.split(" (")[0], ""))}">{html.escape(f)}</span>'
             for f in cell.flags
         )
         stop = f'<span class="stop">stopped: {html.escape(cell.stopped)}</span>' if cell.stopped else ""
+        mark = '<span class="invalid-mark">not valid</span>' if cell.invalid else ""
+        cls = ' class="invalid"' if cell.invalid else ""
         return (
-            f'<td><span class="median">{number(cell.median)}</span> <span class="unit">{html.escape(cell.unit)}</span>'
+            f"<td{cls}>{mark}"
+            f'<span class="median">{number(cell.median)}</span> <span class="unit">{html.escape(cell.unit)}</span>'
             f'<span class="ci">{ci}</span>{flags}{stop}</td>'
         )
     if isinstance(cell, Verdict):
-        kind = {"faster": " faster", "slower": " slower"}.get(cell.text, "")
-        return f'<td class="verdict{kind}">{html.escape(cell.text)}</td>'
+        kind = {"faster": " faster", "slower": " slower", "not comparable": " not-comparable"}.get(cell.text, "")
+        return f'<td class="verdict{kind}">{html.escape(cell.said())}</td>'
     return f'<td class="reason">{html.escape(str(cell))}</td>' if prose else f"<td>{html.escape(str(cell))}</td>"
 
 

@@ -18,7 +18,13 @@ import seaborn as sns  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.ticker import PercentFormatter  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    FuncFormatter,
+    LogLocator,
+    MaxNLocator,
+    NullFormatter,
+    PercentFormatter,
+)
 
 from fsbench.analysis.stats import (  # noqa: E402
     PHASES,
@@ -33,6 +39,7 @@ from fsbench.analysis.stats import (  # noqa: E402
     with_iodepth,
 )
 from fsbench.analysis.summary import UNDECIDED, baseline_parts, places, several  # noqa: E402
+from fsbench.analysis.validity import NOT_COMPARABLE, cell_reasons  # noqa: E402
 from fsbench.sizes import format_size  # noqa: E402
 
 DPI = 110
@@ -205,8 +212,26 @@ def _value_below(ax, x, text, size, rotate) -> None:
     )
 
 
-# A filesystem's share of raw, coloured by the verdict of comparisons.csv.
-VERDICT_COLOURS = {"slower": "#b2182b", "faster": "#2166ac", UNDECIDED: "#777777"}
+# A filesystem's share of raw, coloured by the verdict of comparisons.csv; one resting on a figure that is not valid
+# is written grey and as "n/c", never coloured as a verdict.
+VERDICT_COLOURS = {"slower": "#b2182b", "faster": "#2166ac", UNDECIDED: "#777777", NOT_COMPARABLE: "#999999"}
+# A bar of a cell that is not valid (fsbench.validity): pale, hatched in its test's colour.
+INVALID_FACE = "#f0f0f0"
+INVALID_HATCH = "////"
+
+
+def _bar(ax, x, height, width, colour, invalid: bool) -> None:
+    """A bar in its test's colour; pale and hatched in that colour where the cell is not valid."""
+    if invalid:
+        ax.bar(x, height, width, facecolor=INVALID_FACE, edgecolor=colour, hatch=INVALID_HATCH, linewidth=1.2)
+    else:
+        ax.bar(x, height, width, color=colour)
+
+
+def _invalid_legend(
+    label="not valid (a repetition flagged short, cached, …): no verdict, n/c = not comparable",
+) -> Patch:
+    return Patch(facecolor=INVALID_FACE, edgecolor="#555555", hatch=INVALID_HATCH, label=label)
 
 
 def durable_view(measurements: pd.DataFrame) -> pd.DataFrame:
@@ -233,19 +258,27 @@ def _verdicts_vs_raw(comparisons: pd.DataFrame | None, vary) -> dict:
     }
 
 
+def _bar_grid(frame: pd.DataFrame, summary: pd.DataFrame, cols: int, bars: int = 1, least: int = 0):
+    """A bar figure's layout: each test's label and colour (from the whole summary, so every figure agrees), the
+    rows with their hue, the panels, the most targets a panel has, and the figure sized for `bars` per bar slot.
+    """
+    labels, colours = _hues(summary)
+    frame = _with_hue(frame, varying(summary))
+    panels = _panels(frame)
+    n_targets = max(len(_targets(p)) for _, p in panels)
+    fig, axes = _figure(len(panels), cols, n_targets, max(bars * n_targets * len(labels), least))
+    return labels, colours, frame, panels, n_targets, fig, axes
+
+
 def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: pd.DataFrame | None = None) -> Figure:
     """Durable writes and reads by target and block size, each filesystem's share of raw coloured by its verdict."""
     if len(measurements):
         measurements = durable_view(measurements)
         summary = summarize(measurements)
     verdicts = _verdicts_vs_raw(comparisons, varying(summary))
-    labels, colours = _hues(summary)
     vary = varying(summary)
-    summary = _with_hue(summary, vary)
     reps = _with_hue(measurements, vary) if not measurements.empty else measurements.assign(hue=[])
-    panels = _panels(summary)
-    n_targets = max(len(_targets(p)) for _, p in panels)
-    fig, axes = _figure(len(panels), 2, n_targets, n_targets * len(labels))
+    labels, colours, summary, panels, n_targets, fig, axes = _bar_grid(summary, summary, 2)
     # One scale for every panel, so bars compare across them.
     ymax = _axis_top(
         np.concatenate([summary["mean"].to_numpy(float), reps["mb_s"].to_numpy(float) if len(reps) else []]),
@@ -257,6 +290,7 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: 
     digits = max((len(f"{v:.0f}") for v in summary["mean"].dropna()), default=1)
     # Whiskers cut at the top have their end written above the axes: the titles make room for it.
     cut = bool((summary["ci95_high"] > ymax).any())
+    any_invalid = False
     for row, (name, part) in enumerate(panels):
         targets = _targets(part)
         hues = [h for h in labels if h in set(part["hue"])]
@@ -270,7 +304,9 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: 
             n_bars = len(cells)
             for _, c in cells.iterrows():
                 x = at(targets.index(c["target"]), hues.index(c["hue"]))
-                ax.bar(x, c["mean"], width * 0.92, color=colours[c["hue"]])
+                invalid = bool(cell_reasons(c.get("flags")))
+                any_invalid |= invalid
+                _bar(ax, x, c["mean"], width * 0.92, colours[c["hue"]], invalid)
                 if pd.notna(c["ci95_low"]):
                     cut |= _whisker(ax, x, c["ci95_low"], c["ci95_high"], ymax)
                 mine = dots[(dots["target"] == c["target"]) & (dots["op"] == op) & (dots["hue"] == c["hue"])]
@@ -285,7 +321,7 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: 
                     ratio, said = verdicts[where]
                     # Above the bar and its dots (over its whisker, on white): clear of the cut whiskers' ends.
                     ax.annotate(
-                        f"{ratio:.2f}×",
+                        "n/c" if said == NOT_COMPARABLE else f"{ratio:.2f}×",
                         xy=(x, max([c["mean"], *ys])),
                         xytext=(0, 3),
                         textcoords="offset points",
@@ -293,7 +329,8 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: 
                         va="bottom",
                         rotation=90 if rotate else 0,
                         fontsize=size - 1,
-                        fontweight="bold" if said != UNDECIDED else "normal",
+                        fontweight="bold" if said in ("faster", "slower") else "normal",
+                        fontstyle="italic" if said == NOT_COMPARABLE else "normal",
                         color=VERDICT_COLOURS[said],
                         bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.85},
                         zorder=5,
@@ -331,6 +368,8 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: 
             Patch(color=VERDICT_COLOURS["faster"], label="share of raw, clearly faster"),
             Patch(color=VERDICT_COLOURS[UNDECIDED], label="share of raw, no clear difference (comparisons.csv)"),
         ]
+    if any_invalid:
+        marks.append(_invalid_legend())
     _legend(fig, labels, colours, None, marks, prefix=_hue_title(summary) + " ")
     return fig
 
@@ -344,12 +383,13 @@ def _efficiency(summary: pd.DataFrame) -> Figure | None:
     fs = summary[(summary["target"] != "raw") & summary["efficiency_vs_raw"].notna()]
     if fs.empty:
         return None
-    labels, colours = _hues(summary)
-    fs = _with_hue(fs, varying(summary))
-    panels = _panels(fs)
-    n_targets = max(len(_targets(p)) for _, p in panels)
-    fig, axes = _figure(len(panels), 2, n_targets, n_targets * len(labels))
+    labels, colours, fs, panels, n_targets, fig, axes = _bar_grid(fs, summary, 2)
     top = max(1.15, fs["efficiency_vs_raw"].max() * 1.12)
+    # A share is not valid where the cell or raw's cell under it is not.
+    where = ["campaign", "host", "array", "op", *TEST]
+    raw = summary[summary["target"] == "raw"]
+    raw_invalid = {tuple(map(str, r[where])) for _, r in raw.iterrows() if cell_reasons(r.get("flags"))}
+    any_invalid = False
     for row, (name, part) in enumerate(panels):
         targets = _targets(part)
         hues = [h for h in labels if h in set(part["hue"])]
@@ -361,16 +401,28 @@ def _efficiency(summary: pd.DataFrame) -> Figure | None:
             cells = part[part["op"] == op]
             for _, c in cells.iterrows():
                 x = at(targets.index(c["target"]), hues.index(c["hue"]))
-                ax.bar(x, c["efficiency_vs_raw"], width * 0.92, color=colours[c["hue"]])
+                invalid = bool(cell_reasons(c.get("flags"))) or tuple(map(str, c[where])) in raw_invalid
+                any_invalid |= invalid
+                _bar(ax, x, c["efficiency_vs_raw"], width * 0.92, colours[c["hue"]], invalid)
                 if len(cells) <= MAX_LABELLED_BARS:
-                    _label(ax, x, c["efficiency_vs_raw"], f"{c['efficiency_vs_raw']:.0%}", len(cells))
+                    # Above a hatched bar, where white on its pale face would not read.
+                    share = c["efficiency_vs_raw"]
+                    _label(ax, x, share, f"{share:.0%}", len(cells), inside=not invalid)
             ax.set_xticks(range(len(targets)), targets)
             ax.set_xlim(-0.6, len(targets) - 0.4)
             ax.yaxis.set_major_formatter(PercentFormatter(1.0))
             ax.set_title(f"{name} — {op}")
             ax.set_ylabel("median, as share of raw" if op == "write" else "")
     fig.suptitle(f"Filesystem efficiency: median throughput ÷ raw median (dashed line = raw)\n{MBS}", fontsize=13)
-    _legend(fig, labels, colours, _hue_title(summary))
+    _legend(
+        fig,
+        labels,
+        colours,
+        _hue_title(summary),
+        [_invalid_legend("not valid: this cell or raw's (a repetition flagged short, cached, …)")]
+        if any_invalid
+        else [],
+    )
     return fig
 
 
@@ -378,11 +430,7 @@ def _durable(summary: pd.DataFrame) -> Figure | None:
     writes = summary[(summary["op"] == "write") & summary["median"].notna()]
     if writes.empty or writes["median_durable"].isna().all():
         return None
-    labels, colours = _hues(summary)
-    writes = _with_hue(writes, varying(summary))
-    panels = _panels(writes)
-    n_targets = max(len(_targets(p)) for _, p in panels)
-    fig, axes = _figure(len(panels), 1, n_targets, max(2 * n_targets * len(labels), 14))
+    labels, colours, writes, panels, n_targets, fig, axes = _bar_grid(writes, summary, 1, bars=2, least=14)
     top = writes[["median", "median_durable"]].max().max() * 1.12  # room for the labels above the bars
     for row, (name, part) in enumerate(panels):
         ax = axes[row][0]
@@ -597,52 +645,172 @@ def _iops(measurements: pd.DataFrame) -> Figure | None:
     return fig
 
 
-LATENCY_MARKS = [("lat_p50_us", "p50", "o"), ("lat_p99_us", "p99", "D"), ("lat_p999_us", "p99.9", "s")]
+# The panels of the latency pictures: one per op and test, the queue depth being what a curve runs through.
+PANEL = ["op", "pattern", "block_size", "direct", "streams", "shared_file"]
+
+
+def _panel_title(row, vary) -> str:
+    """'read · rand 4KiB' plus direct/streams/shared file where they vary."""
+    words = [w for w in label_of_test(row, [v for v in vary if v != "iodepth"]).split(" ")]
+    pattern = [] if "pattern" in vary else [str(row["pattern"])]
+    return f"{row['op']} · {' '.join([*pattern, *words])}"
+
+
+# At most this many latency panels side by side; more wrap onto the next row.
+LATENCY_COLUMNS = 4
+
+
+def _latency_panels(data: pd.DataFrame) -> tuple[Figure, list]:
+    """A figure with a panel per op and test of `data` (writes first, each op's tests in order, LATENCY_COLUMNS to
+    a row), and [(axes, its rows)]."""
+    data = sort_rows(with_iodepth(data), PANEL)
+    key = data[PANEL[1:]].astype(str).apply(tuple, axis=1)
+    ops = [op for op in dict.fromkeys(data["op"]) if op in OPS] or list(dict.fromkeys(data["op"]))
+    ops = sorted(ops, key=lambda op: OPS.index(op) if op in OPS else len(OPS))
+    panels = []
+    for op in ops:
+        for test in dict.fromkeys(key[data["op"] == op]):
+            panels.append(data[(data["op"] == op) & (key == test)])
+    n_cols = min(LATENCY_COLUMNS, len(panels))
+    n_rows = -(-len(panels) // n_cols)
+    fig = Figure(figsize=(1.0 + 4.4 * n_cols, 1.8 + 3.7 * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False).ravel()
+    for ax in axes[len(panels) :]:
+        ax.set_visible(False)
+    return fig, list(zip(axes, panels, strict=False))
 
 
 def _latency(measurements: pd.DataFrame) -> Figure | None:
-    """Latency percentiles on a log axis: per op and test a panel, per target p50, p99 and p99.9 on one line."""
-    columns = [c for c, _, _ in LATENCY_MARKS]
+    """The classic load-latency curve: per op and test a panel, IOPS on x, p99 (solid) and p50 (dashed) latency on
+    y, both log; one line per target through its queue depths (medians of the repetitions). A point of a cell that
+    is not valid is hollow."""
+    columns = ["iops", "lat_p50_us", "lat_p99_us"]
     if not set(columns) <= set(measurements.columns):
         return None
-    data = _medians(measurements, columns)
+    data = with_iodepth(measurements).dropna(subset=columns)
     if data.empty:
         return None
-    targets, colours = _colours(data["target"])
-    panels = _by_op(data, "test", data.sort_values(["block_size", "iodepth"])["test"])
-    n_cols = min(len(panels), 3)
-    n_rows = -(-len(panels) // n_cols)
-    fig, axes = plt.subplots(
-        n_rows,
-        n_cols,
-        figsize=(max(4.2, 0.9 * len(targets) + 2) * n_cols, 3.8 * n_rows),
-        squeeze=False,
-        layout="constrained",
-    )
-    for ax in axes.flat[len(panels) :]:
-        ax.set_visible(False)
-    for ax, (op, test) in zip(axes.flat, panels, strict=False):
-        part = data[(data["op"] == op) & (data["test"] == test)].set_index("target")
-        for i, target in enumerate(t for t in targets if t in part.index):
-            values = [part.loc[target, c] for c in columns]
-            ax.plot([i, i], [min(values), max(values)], color=colours[target], lw=2, alpha=0.5)
-            for (_, name, marker), value in zip(LATENCY_MARKS, values, strict=True):
-                ax.plot(i, value, marker=marker, color=colours[target], ms=9 if name == "p99" else 6, ls="")
-                if name == "p99":
-                    ax.annotate(f"{value:,.0f}", (i, value), textcoords="offset points", xytext=(8, -3), fontsize=8)
-        shown = [t for t in targets if t in part.index]
-        ax.set_xticks(range(len(shown)), shown)
-        ax.set_xlim(-0.6, len(shown) - 0.4)
+    data = data.assign(invalid=data["flags"].map(lambda f: bool(cell_reasons(f))) if "flags" in data else False)
+    keys = ["host", "array", "target", *PANEL, "iodepth"]
+    medians = data.groupby(keys, sort=False, dropna=False)[columns].median()
+    medians["invalid"] = data.groupby(keys, sort=False, dropna=False)["invalid"].any()
+    medians = medians.reset_index()
+    several = [c for c in ("host", "array") if medians[c].nunique(dropna=False) > 1]
+    medians["line"] = [" ".join([*(str(r[c]) for c in several), str(r["target"])]) for _, r in medians.iterrows()]
+    lines, colours = _colours(medians["line"])
+    vary = varying(medians)
+    fig, panels = _latency_panels(medians)
+    for ax, part in panels:
+        for line in lines:
+            mine = part[part["line"] == line].sort_values("iodepth")
+            if mine.empty:
+                continue
+            for column, style, marker in (("lat_p99_us", "-", "D"), ("lat_p50_us", "--", "o")):
+                ax.plot(mine["iops"], mine[column], ls=style, color=colours[line], lw=1.6, alpha=0.9)
+                for _, r in mine.iterrows():
+                    face = "white" if r["invalid"] else colours[line]
+                    ax.plot(r["iops"], r[column], marker=marker, ms=7, mfc=face, mec=colours[line], ls="")
+            if mine["iodepth"].nunique() > 1 or "iodepth" in vary:
+                for _, r in mine.iterrows():
+                    ax.annotate(
+                        f"qd{int(r['iodepth'])}",
+                        (r["iops"], r["lat_p99_us"]),
+                        textcoords="offset points",
+                        xytext=(5, 4),
+                        fontsize=8,
+                        color=colours[line],
+                    )
+        ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(f"{op} · {test}", fontsize=10)
+        _log_ticks(ax.xaxis, ax.yaxis)
+        ax.set_title(_panel_title(part.iloc[0], vary), fontsize=10)
+        ax.set_xlabel("IOPS (median, log)")
         ax.set_ylabel("µs per operation (log)")
+        ax.grid(True, which="both", axis="both", alpha=0.3)
     fig.suptitle(
-        "Latency per operation: p50 (circle), p99 (diamond, value written), p99.9 (square)\n"
-        "median of the repetitions; lower is better",
-        fontsize=13,
+        "Latency under load: IOPS against p99 (solid, ◆) and p50 (dashed, ●) latency, "
+        "one line per target through its queue depths (qd)\n"
+        "median of the repetitions; down and to the right is better; hollow = not valid",
+        fontsize=12,
     )
-    marks = [Line2D([], [], marker=m, ls="", color="gray", label=n) for _, n, m in LATENCY_MARKS]
-    fig.legend(handles=marks, loc="outside lower center", ncol=3, frameon=False, title="percentile")
+    marks = [
+        Line2D([], [], color="gray", ls="-", marker="D", label="p99"),
+        Line2D([], [], color="gray", ls="--", marker="o", label="p50"),
+        Line2D([], [], color="gray", ls="", marker="D", mfc="white", label="not valid (flagged short, cached, …)"),
+    ]
+    _legend(fig, lines, colours, "target", marks)
+    return fig
+
+
+# Where a percentile sits on the log-percentile axis: -log10(1 - p/100), so each nine takes the same room.
+PERCENTILE_TICKS = [50.0, 90.0, 99.0, 99.9, 99.99]
+DEPTH_STYLES = ["-", "--", ":", "-."]
+
+
+def _log_ticks(*axes) -> None:
+    """Plain numbers on a log axis: at 1, 2 and 5 of each decade, or, where the data span less than a decade, a
+    few evenly spaced ones (matplotlib's own would crowd the axis with 10^x labels)."""
+    for axis in axes:
+        axis.axes.autoscale_view()
+        low, high = axis.get_view_interval()
+        narrow = low > 0 and high / low < 10
+        axis.set_major_locator(MaxNLocator(4) if narrow else LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+
+
+def _nines(p) -> np.ndarray:
+    return -np.log10(1 - np.asarray(p, dtype=float) / 100)
+
+
+def _latency_percentiles(curves: pd.DataFrame) -> Figure | None:
+    """Latency percentile curves (fsbench.percentiles): per op and test a panel, latency (log) against percentile
+    on a log-percentile axis (p50 … p99.99, each nine the same width), one line per target and queue depth, from
+    the histograms of all the cell's operations over its repetitions."""
+    if curves is None or curves.empty:
+        return None
+    curves = with_iodepth(curves)
+    several = [c for c in ("host", "array") if curves[c].nunique(dropna=False) > 1]
+    names = [" ".join([*(str(r[c]) for c in several), str(r["target"])]) for _, r in curves.iterrows()]
+    curves = curves.assign(line=names)
+    lines, colours = _colours(curves["line"])
+    depths = sorted(pd.to_numeric(curves["iodepth"]).unique())
+    vary = varying(curves)
+    fig, panels = _latency_panels(curves)
+    for ax, part in panels:
+        for line in lines:
+            for k, depth in enumerate(depths):
+                mine = part[(part["line"] == line) & (pd.to_numeric(part["iodepth"]) == depth)]
+                if mine.empty:
+                    continue
+                mine = mine.sort_values("percentile")
+                ax.plot(
+                    _nines(mine["percentile"]),
+                    mine["latency_us"],
+                    ls=DEPTH_STYLES[k % len(DEPTH_STYLES)],
+                    marker="o",
+                    ms=3.5,
+                    lw=1.6,
+                    color=colours[line],
+                )
+        ax.set_yscale("log")
+        _log_ticks(ax.yaxis)
+        ax.set_xticks(_nines(PERCENTILE_TICKS), [f"p{p:g}" for p in PERCENTILE_TICKS])
+        ax.set_xlim(_nines(45), _nines(99.995))
+        ax.set_title(_panel_title(part.iloc[0], vary), fontsize=10)
+        ax.set_xlabel("percentile (log scale: each nine the same width)")
+        ax.set_ylabel("µs per operation (log)")
+        ax.grid(True, which="both", axis="both", alpha=0.3)
+    fig.suptitle(
+        "Latency percentiles: the distribution of every operation of each cell, its repetitions pooled\n"
+        "a curve stops where the operations run out (p99.99 needs 10,000); lower is better",
+        fontsize=12,
+    )
+    marks = [
+        Line2D([], [], color="gray", ls=DEPTH_STYLES[k % len(DEPTH_STYLES)], label=f"qd{int(d)}")
+        for k, d in enumerate(depths)
+    ]
+    _legend(fig, lines, colours, "target", marks if len(depths) > 1 else [])
     return fig
 
 
@@ -701,12 +869,13 @@ def _metadata(measurements: pd.DataFrame) -> Figure:
 
 
 def plot_campaign(
-    measurements: pd.DataFrame, summary: pd.DataFrame, outdir, baselines=None, comparisons=None
+    measurements: pd.DataFrame, summary: pd.DataFrame, outdir, baselines=None, comparisons=None, curves=None
 ) -> list[Path]:
     """Write throughput, efficiency (when there is raw) and durable (when there are writes) as PNG and SVG.
     The verdicts they colour are those aggregate wrote to comparisons.csv (`comparisons`), never made again here.
 
-    With `baselines` (the rows of baselines.csv, non-empty) also `baselines`: the campaign beside them.
+    With `baselines` (the rows of baselines.csv, non-empty) also `baselines`: the campaign beside them. With
+    `curves` (fsbench.percentiles.percentile_curves of the records) also `latency_percentiles`.
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -725,6 +894,7 @@ def plot_campaign(
         ]
     if len(measurements):
         figures += [("iops", lambda: _iops(measurements)), ("latency", lambda: _latency(measurements))]
+        figures.append(("latency_percentiles", lambda: _latency_percentiles(curves)))
     if len(meta):
         figures.append(("metadata", lambda: _metadata(meta)))
     if earlier is not None:  # always written when there are baselines: the workflow expects the file

@@ -4,15 +4,26 @@ import numpy as np
 import pandas as pd
 
 from fsbench.analysis.stats import relative_ci
-from fsbench.analysis.summary import UNDECIDED, metric_name, p_text
+from fsbench.analysis.summary import metric_name, p_text
+from fsbench.analysis.validity import NOT_COMPARABLE
+
+# The verdicts that answer a comparison.
+ANSWERS = ("faster", "slower")
 
 # The figures a cell's repeats must pin down: both rates of a write, the rate of a read.
 DECIDING = {"write": ["mb_s", "mb_s_durable"], "read": ["mb_s"]}
 
 
+# What a decision keeps of each comparison it weighed (fsbench.analysis.compare.questions).
+QUESTION_KEYS = ("a", "b", "op", "metric", "ratio", "p_value", "verdict", "open", "valid_a", "valid_b")
+
+
 def _question_text(q: dict) -> str:
-    """'ext4 vs xfs durable write: slower (p=0.002)'."""
-    return f"{q['a']} vs {q['b']} {metric_name(q['op'], q['metric'])}: {q['verdict']} (p={p_text(q['p_value'])})"
+    """'ext4 vs xfs durable write: slower (p=0.002)'; 'ext4 vs xfs read: not comparable (ext4 not valid (short))'."""
+    said = f"p={p_text(q['p_value'])}"
+    if q["verdict"] == NOT_COMPARABLE:
+        said = str(q.get("note", "")).split("; ")[0].removeprefix(f"{NOT_COMPARABLE}: ")
+    return f"{q['a']} vs {q['b']} {metric_name(q['op'], q['metric'])}: {q['verdict']} ({said})"
 
 
 def _listed(items: list[str], most: int = 3) -> str:
@@ -45,8 +56,9 @@ def repeat_decision(rows: list[dict], plan: dict, questions: list[dict] | None =
     elif wanted:
         stopped, reason = "max", f"max: {k} repeats, still {_listed(wanted)}"
     elif plan.get("decide"):
-        decided = [_question_text(q) for q in questions if q["verdict"] != UNDECIDED]
-        hopeless = [_question_text(q) for q in questions if q["verdict"] == UNDECIDED]
+        # A comparison resting on a figure that is not valid is no answer, and more repeats cannot make it one.
+        decided = [_question_text(q) for q in questions if q["verdict"] in ANSWERS]
+        hopeless = [_question_text(q) for q in questions if q["verdict"] not in ANSWERS]
         if hopeless:
             stopped = "undecidable"
             reason = f"undecidable: after {k} repeats, not even {plan['max']} would decide {_listed(hopeless)}"
@@ -62,8 +74,6 @@ def repeat_decision(rows: list[dict], plan: dict, questions: list[dict] | None =
         "stopped": stopped,
         "reason": reason,
         "ci": ci,
-        "questions": [
-            {c: q[c] for c in ("a", "b", "op", "metric", "ratio", "p_value", "verdict", "open")} for q in questions
-        ],
+        "questions": [{c: q.get(c) for c in QUESTION_KEYS} for q in questions],
         "plan": plan,
     }

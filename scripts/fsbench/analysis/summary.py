@@ -1,7 +1,8 @@
 """summary.md and summary.html: the tables and verdicts as a reader sees them (blocks rendered by
 fsbench.analysis.document), built from summary.csv's and comparisons.csv's frames."""
 
-import numpy as np
+import re
+
 import pandas as pd
 
 from fsbench.analysis.document import (
@@ -27,6 +28,7 @@ from fsbench.analysis.stats import (
     varying,
     varying_words,
 )
+from fsbench.analysis.validity import INVALIDATING, NOT_COMPARABLE, cell_reasons
 from fsbench.sizes import format_size
 
 LEGEND = (
@@ -48,6 +50,7 @@ def _rate(row, stopped="") -> Rate:
         stopped,
         str(note) if pd.notna(note) else "",
         str(unit) if isinstance(unit, str) else "MB/s",
+        cell_reasons(row.get("flags")),
     )
 
 
@@ -86,7 +89,8 @@ def verdict_blocks(comparisons: pd.DataFrame | None, source: str = "comparisons.
     MAX_VERDICTS), then how many found none. Nothing when there are no comparisons."""
     if comparisons is None or comparisons.empty:
         return []
-    decided = comparisons[comparisons["verdict"] != UNDECIDED]
+    invalid = comparisons[comparisons["verdict"] == NOT_COMPARABLE]
+    decided = comparisons[~comparisons["verdict"].isin([UNDECIDED, NOT_COMPARABLE])]
     undecided = comparisons[comparisons["verdict"] == UNDECIDED]
     vary = varying(comparisons) + [c for c in ("iodepth", "shared_file") if several(comparisons, c)]
     named = [c for c in ("campaign", "host", "array") if c in comparisons and several(comparisons, c)]
@@ -95,32 +99,59 @@ def verdict_blocks(comparisons: pd.DataFrame | None, source: str = "comparisons.
         Para(
             "Verdicts, a relative to b: ratio = a's median / b's, its 95% interval and p from Welch's t-test "
             "on log(rate); faster or slower where the interval excludes 1 (p < 0.05). Writes are compared by "
-            "their durable rate."
+            "their durable rate. Only valid figures answer: where a repeat of either side is not valid, the "
+            "comparison is not comparable (README: Valid figures)."
         )
     ]
-    if len(decided):
+    # The valid answers lead; those resting on a figure that is not valid follow, greyed, never as a verdict.
+    listed = pd.concat([decided, invalid]).head(MAX_VERDICTS)
+    if len(listed):
         rows = [
             [
                 f"{r['a']} vs {r['b']}",
                 _where(r, vary, named),
                 f"{number(r['ratio'])} [{number(r['ci_low'])}–{number(r['ci_high'])}]",
                 p_text(r["p_value"]),
-                Verdict(str(r["verdict"])),
+                Verdict(str(r["verdict"]), not_comparable_why(r)),
             ]
-            for _, r in decided.head(MAX_VERDICTS).iterrows()
+            for _, r in listed.iterrows()
         ]
         blocks.append(Table(["a vs b", "where", "ratio a/b [95% CI]", "p", "verdict"], rows))
     said = []
     if len(decided) > MAX_VERDICTS:
         said.append(f"{len(decided) - MAX_VERDICTS} more with a clear difference are in {source}.")
+    if len(invalid):
+        more = max(0, len(invalid) - max(0, MAX_VERDICTS - len(decided)))
+        said.append(
+            f"Not comparable: {len(invalid)} of {len(comparisons)} comparisons rest on a figure that is not valid "
+            f"({', '.join(_invalid_counts(invalid))})" + (f"; {more} of them only in {source}." if more else ".")
+        )
     few = int(undecided["note"].fillna("").str.contains(TOO_FEW, regex=False).sum()) if "note" in undecided else 0
     if len(undecided):
         which = f" ({few} of them with {TOO_FEW})" if few else ""
         lead = "No comparison shows a clear difference" if decided.empty else "No clear difference"
         said.append(f"{lead}: {len(undecided)} of {len(comparisons)} comparisons{which}; all are in {source}.")
-    else:
+    elif invalid.empty:
         said.append(f"All {len(comparisons)} comparisons show a clear difference; all are in {source}.")
     return [*blocks, Para(" ".join(said))]
+
+
+def not_comparable_why(row) -> str:
+    """Why a comparison is not comparable, the first part of its note ('ext4 not valid (short)'); '' otherwise."""
+    if row["verdict"] != NOT_COMPARABLE:
+        return ""
+    return str(row.get("note", "")).split("; ")[0].removeprefix(f"{NOT_COMPARABLE}: ")
+
+
+def _invalid_counts(invalid: pd.DataFrame) -> list[str]:
+    """How many of the not comparable comparisons each invalidating flag stands behind: ['short 18', 'cached 2']."""
+    counts: dict[str, int] = {}
+    for _, r in invalid.iterrows():
+        why = not_comparable_why(r)
+        for flag in INVALIDATING:
+            if re.search(rf"(?<![\w-]){flag}(?![\w-])", why):
+                counts[flag] = counts.get(flag, 0) + 1
+    return [f"{flag} {k}" for flag, k in counts.items()]
 
 
 def _target_name(target, fs_type) -> str:
@@ -190,7 +221,10 @@ def _array_tables(part: pd.DataFrame) -> list:
         [name, *(_rate(cells[k], mark.get((cells[k]["target"], *k), "")) if k in cells else "–" for k, _ in columns)]
         for name, cells in by_target.items()
     ]
-    blocks.append(Table(["target", *(label for _, label in columns)], rows))
+    # Tests as rows where they outnumber the targets (2 block sizes x 2 patterns x buffered/direct against a few
+    # targets reads better as rows than as 16 columns of ops and tests).
+    turn = len(tests[TEST].drop_duplicates()) > len(by_target)
+    blocks.append(_laid_out(Table(["target", *(label for _, label in columns)], rows), turn))
 
     # The seed's `real` line: what a user waits for, including the flush.
     durable = [c for c in columns if c[0][0] == "write"] if part["median_durable"].notna().any() else []
@@ -201,17 +235,38 @@ def _array_tables(part: pd.DataFrame) -> list:
             *(f"{label} durable" for _, label in durable),
             *(f"{label} vs raw" for _, label in ratio),
         ]
+        raw = by_target.get("Raw", {})
+
+        def shown(text, *cells) -> str:
+            # A figure from a cell that is not valid (or a share of a raw that is not) says so.
+            return f"{text} (not valid)" if any(c is not None and cell_reasons(c.get("flags")) for c in cells) else text
+
         rows = []
         for name, cells in by_target.items():
-            rate = [cells[k]["median_durable"] if k in cells else np.nan for k, _ in durable]
-            share = [cells[k]["efficiency_vs_raw"] if k in cells else np.nan for k, _ in ratio]
-            rows.append(
-                [name, *(f"{number(v)} MB/s" if pd.notna(v) else "–" for v in rate)]
-                + [f"{v:.0%}" if pd.notna(v) else "–" for v in share]
-            )
+            rate = [
+                shown(f"{number(cells[k]['median_durable'])} MB/s", cells[k])
+                if k in cells and pd.notna(cells[k]["median_durable"])
+                else "–"
+                for k, _ in durable
+            ]
+            share = [
+                shown(f"{cells[k]['efficiency_vs_raw']:.0%}", cells[k], raw.get(k))
+                if k in cells and pd.notna(cells[k]["efficiency_vs_raw"])
+                else "–"
+                for k, _ in ratio
+            ]
+            rows.append([name, *rate, *share])
         blocks += [Para("Durable write rate (median, including flush) and median as a share of raw:")]
-        blocks += [Table(header, rows)]
-    return blocks + stops
+        blocks += [_laid_out(Table(header, rows), turn)]
+    return blocks + [_laid_out(b, turn) if isinstance(b, Table) else b for b in stops]
+
+
+def _laid_out(table: Table, turn: bool) -> Table:
+    """`table` (targets as rows, tests as columns) as it is, or turned: tests as rows, targets as columns."""
+    if not turn:
+        return table
+    rows = [[label, *(row[i] for row in table.rows)] for i, label in enumerate(table.header[1:], start=1)]
+    return Table(["test", *(row[0] for row in table.rows)], rows, table.prose)
 
 
 def metadata_blocks(summary: pd.DataFrame) -> list:
@@ -291,7 +346,11 @@ def _flags_said(*frames) -> list[str]:
             for flags in frame["flags"]:
                 for f in split_flags(flags):
                     found.setdefault(f.split(" (")[0], None)
-    return [f"{f}: {FLAG_MEANING.get(f, 'see measurements.csv')}" for f in found]
+    # Which flags make a figure not valid is said with each (README: Valid figures).
+    return [
+        f"{f}: {FLAG_MEANING.get(f, 'see measurements.csv')}{' (not valid)' if f in INVALIDATING else ' (a warning)'}"
+        for f in found
+    ]
 
 
 def summary_blocks(
