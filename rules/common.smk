@@ -227,6 +227,7 @@ def final_outputs():
         *plot_files(),
         *([f"{RESULTS}/baselines.csv"] if CAMPAIGN["baselines"] else []),
         *([f"{RESULTS}/compare.md"] if CAMPAIGN["compare_to"] else []),
+        *([f"{RESULTS}/history.json"] if CAMPAIGN["history"] is not False else []),
     ]
 
 

@@ -8,6 +8,7 @@ localrules:
     provenance,
     baselines,
     compare,
+    history,
 
 
 # baselines.csv as an extra input where the config has baselines; an empty list (never a missing name)
@@ -139,3 +140,26 @@ rule compare:
         earlier=CAMPAIGN["compare_to"],
     script:
         "../scripts/compare.py"
+
+
+# history: this run's rows appended to the results store (idempotent: a rerun appends nothing new), and the trends
+# of this campaign's cells over the runs the store holds. The store and history_context are params, so that
+# changing either appends again.
+rule history:
+    input:
+        measurements=f"{RESULTS}/measurements.csv",
+        provenance=f"{RESULTS}/provenance.json",
+    output:
+        record=f"{RESULTS}/history.json",
+        trends=report(
+            f"{RESULTS}/trends.html", caption="../report/trends.rst", category="Trends"
+        ),
+    log:
+        f"{RESULTS}/logs/history.log",
+    conda:
+        "../envs/fsbench.yaml"
+    params:
+        store=CAMPAIGN["history"],
+        context=CAMPAIGN["history_context"],
+    script:
+        "../scripts/history.py"

@@ -358,3 +358,63 @@ def small_campaign(scratch, name, **io) -> dict:
         "filesystems": {"ext4": {"type": "ext4"}},
         "io": {"size": "16MiB", "block_sizes": ["1MiB"], "repeats": 1} | io,
     }
+
+
+def postgres_bin() -> Path | None:
+    """Where initdb and pg_ctl are: on PATH, or Debian's /usr/lib/postgresql/<version>/bin."""
+    import shutil
+
+    if found := shutil.which("initdb"):
+        return Path(found).resolve().parent
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return found[-1].parent if found else None
+
+
+@pytest.fixture
+def postgres(tmp_path):
+    """A throwaway PostgreSQL server of this test's own (initdb + pg_ctl as the postgres user, listening only on
+    a Unix socket in a private folder); its URL. Stopped and deleted afterwards, also when the test fails."""
+    import pwd
+    import shutil
+
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL (apt-get install postgresql): `make setup` installs it")
+    if os.geteuid() != 0:
+        pytest.skip("starting a PostgreSQL server as the postgres user needs root")
+    user = pwd.getpwnam("postgres")
+    root = Path("/var/tmp/fsbench-pg") / uuid.uuid4().hex[:12]
+    data, sock = root / "data", root / "sock"
+    sock.mkdir(parents=True)
+    root.parent.chmod(0o755)  # the postgres user must get through to its folders
+    for p in (root, sock):
+        os.chown(p, user.pw_uid, user.pw_gid)
+
+    def as_postgres(*argv):
+        return subprocess.run(
+            ["runuser", "-u", "postgres", "--", *argv], capture_output=True, text=True, check=True, cwd=root
+        )
+
+    try:
+        as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
+        opts = f"-k {sock} -c listen_addresses='' -p 5432 -c fsync=off"
+        as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "start")
+        yield f"postgresql://postgres@/postgres?host={sock}&port=5432"
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    str(bin_dir / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-m",
+                    "immediate",
+                    "stop",
+                ],
+                capture_output=True,
+            )
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,7 +1,8 @@
 """Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host;
 `python -m fsbench results CAMPAIGN.yaml` prints where its results go; `python -m fsbench compare OLD NEW`
 prints (and writes) the verdicts of NEW against OLD and what differs in their provenance; `part` is one host's
-share of an all-hosts cell (started by fsbench.all_hosts, not by people)."""
+share of an all-hosts cell (started by fsbench.all_hosts, not by people); `python -m fsbench history …` reads the
+results store (fsbench.history.cli)."""
 
 import argparse
 import json
@@ -34,7 +35,14 @@ def main(argv=None) -> int:
     part = sub.add_parser("part", help="one host's share of an all-hosts cell (run by fsbench itself)")
     for name in ("cell", "op", "start_at", "scratch", "record_dir"):
         part.add_argument(name)
+    from .history.cli import add_parser as add_history
+
+    add_history(sub)
     args = parser.parse_args(argv)
+    if args.command == "history":
+        from .history.cli import run as run_history
+
+        return run_history(args)
     if args.command == "part":
         return run_part(args)
     if args.command == "compare":
