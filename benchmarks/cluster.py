@@ -41,8 +41,9 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import slurm_local  # noqa: E402
 
-from fsbench import devices  # noqa: E402
-from fsbench.config import MetaCell, cells, validate  # noqa: E402
+from fsbench.cells import MetaCell, cells  # noqa: E402
+from fsbench.config import validate  # noqa: E402
+from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = str(REPO / ".venv/bin/snakemake")
 SLURM = ["--profile", str(REPO / "profiles" / "slurm")]

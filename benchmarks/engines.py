@@ -16,7 +16,7 @@ median over the rounds reported beside both medians. CPU s/GB: getrusage of this
 engine's call (its set-up included: the random data pool, the offset list), RUSAGE_CHILDREN around fio's
 (its process start-up included). CPU spent in the loop driver's kernel workers is in neither.
 
-The engine's I/O loop is C (scripts/fsbench/loops.c, one clock read per call and the histogram updated in
+The engine's I/O loop is C (scripts/fsbench/engines/loops.c, one clock read per call and the histogram updated in
 place); its set-up, timing brackets and flush are Python. Until it was (session 5, the same table on a quiet
 machine), python/fio was 0.92 / 0.90 at 64 KiB write / read, 0.87 / 0.90 at 4 KiB QD1 randread / randwrite and
 0.80 / 0.80 at QD32: Python's own work per call (loop, clock, histogram, a write's stamps: ~1-4 µs) against
@@ -43,10 +43,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from fsbench import devices  # noqa: E402
-from fsbench.engines import run_engine  # noqa: E402
-from fsbench.job import Job, Stream  # noqa: E402
+from fsbench.engines.job import Job, Stream  # noqa: E402
+from fsbench.engines.registry import run_engine  # noqa: E402
 from fsbench.sizes import format_size  # noqa: E402
+from fsbench.storage import devices  # noqa: E402
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 SIZE = 2 * GiB  # per throughput measurement, and the device: 2 GiB of the VM's 24 GiB of RAM

@@ -24,6 +24,34 @@ rule prepare_array:
         "../scripts/prepare_array.py"
 
 
+# Optional (config precondition): the whole array written passes times before its cells, so that a real device is
+# measured in the state it reaches in use (SNIA's preconditioning), not fresh out of the box.
+rule precondition:
+    input:
+        array=array_record(),
+    output:
+        precondition_record(),
+    log:
+        f"{RESULTS}/logs/precondition/{{host}}/{{array}}.log",
+    priority: PLAN.top_priority
+    group:
+        JOB_GROUP
+    conda:
+        "../envs/fsbench.yaml"
+    resources:
+        **DEVICE_RESOURCES,
+        storage_io=1,
+    params:
+        spec=CAMPAIGN["precondition"],
+        array_spec=lambda wildcards: CAMPAIGN["arrays"][wildcards.array],
+        array=lambda wildcards: wildcards.array,
+        host=lambda wildcards: wildcards.host,
+        workdir=workdir,
+        log_interval=CAMPAIGN["io"].get("log_interval"),
+    script:
+        "../scripts/precondition.py"
+
+
 rule release:
     input:
         lambda wildcards: cell_outputs(wildcards.host, wildcards.array),

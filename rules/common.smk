@@ -1,3 +1,4 @@
+import hashlib
 import os
 import re
 import subprocess
@@ -9,10 +10,12 @@ from snakemake_interface_executor_plugins.settings import ExecMode
 
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
+from fsbench import cells as campaign_cells
 from fsbench import config as campaign_config
-from fsbench.config import ALL_HOSTS, LOCAL
-from fsbench.devices import lock_campaign, release
-from fsbench.guards import lock_device
+from fsbench.engines import capabilities
+from fsbench.cells import ALL_HOSTS, LOCAL
+from fsbench.storage.devices import lock_campaign, release
+from fsbench.storage.guards import lock_device
 from fsbench.hosts import (
     array_dir,
     one_host_at_a_time,
@@ -32,7 +35,7 @@ NAME = CAMPAIGN["campaign"]
 RESULTS = f"results/{NAME}"
 PLAN = Plan(CAMPAIGN)
 TARGETS = PLAN.targets
-HOSTS = campaign_config.hosts(CAMPAIGN)
+HOSTS = campaign_cells.hosts(CAMPAIGN)
 MIN_REPS, MAX_REPS = PLAN.min_reps, PLAN.max_reps
 # A cell of the campaign (Cell.path), all its repeats; its steps' records are in runs/{CELL}/rep{rep}/.
 CELL = "{host}/{array}/{target}/{test}"
@@ -41,6 +44,23 @@ CELL = "{host}/{array}/{target}/{test}"
 wildcard_constraints:
     **WILDCARDS,
     target="|".join(TARGETS),
+
+
+def analysis_code():
+    """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
+    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see README).
+    """
+    scripts = Path(workflow.basedir) / "scripts"
+    files = sorted((scripts / "fsbench" / "analysis").glob("*.py"))
+    files += [
+        scripts / "fsbench" / "rows.py",
+        scripts / "aggregate.py",
+        scripts / "plot.py",
+    ]
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
+
+
+ANALYSIS_CODE = analysis_code()
 
 
 def record_file(step, rep="{rep}", cell=CELL):
@@ -83,10 +103,30 @@ def cell_priority(wildcards):
     )
 
 
+def precondition_record(host="{host}", array="{array}"):
+    return f"{RESULTS}/runs/{host}/{array}/precondition.json"
+
+
+def preconditioned(wildcards):
+    """With config precondition, an array's first steps wait for its preconditioning (not a path array's)."""
+    kind = CAMPAIGN["arrays"][wildcards.array]["kind"]
+    if CAMPAIGN["precondition"] is None or kind == "path":
+        return {}
+    return {"precondition": precondition_record(wildcards.host, wildcards.array)}
+
+
+def mkfs_input(wildcards):
+    return {"array": array_record(wildcards.host, wildcards.array)} | preconditioned(
+        wildcards
+    )
+
+
 def write_input(wildcards):
     """A filesystem is written once mounted; raw and path targets are written on the array itself."""
     if wildcards.target in ("raw", "path"):
-        return {"setup": array_record(wildcards.host, wildcards.array)}
+        return {
+            "setup": array_record(wildcards.host, wildcards.array)
+        } | preconditioned(wildcards)
     return {"setup": record_file("mount"), "ready": state_file("mount")}
 
 
@@ -205,10 +245,10 @@ def cell_outputs(host=None, array=None):
     """What tells that a cell is finished: its records (fixed repeats), or the file naming the repeats
     an adaptive cell took (rules/measure.smk)."""
     found = []
-    for c in campaign_config.cells(CAMPAIGN):
+    for c in campaign_cells.cells(CAMPAIGN):
         if host in (None, c.host) and array in (None, c.array):
             # A metadata cell's repeats: a fixed count, or an adaptive campaign's min.
-            if isinstance(c, campaign_config.MetaCell):
+            if isinstance(c, campaign_cells.MetaCell):
                 found.append(record_file("metadata", c.rep, c.path))
             elif not PLAN.adaptive:
                 found += [record_file(op, c.rep, c.path) for op in ("write", "read")]
@@ -231,8 +271,12 @@ def plot_files(as_report_items=False):
         t != "raw" for t in TARGETS
     )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
-    # dd reports no per-call times: no latency plot for a dd campaign (its IOPS come from dd's records).
-    names += ["iops"] + (["latency"] if CAMPAIGN["io"]["engine"] != "dd" else [])
+    # An engine without per-call times (dd) gets no latency plots (its IOPS come from dd's records).
+    timed = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.LATENCY) is None
+    names += ["iops"] + (["latency", "latency_percentiles"] if timed else [])
+    # Nor a time series (timeseries.csv has no rows for it).
+    series = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.TIMESERIES)
+    names += ["timeseries"] if series is None else []
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
@@ -267,6 +311,7 @@ def final_outputs():
         *plot_files(),
         *([f"{RESULTS}/baselines.csv"] if CAMPAIGN["baselines"] else []),
         *([f"{RESULTS}/compare.md"] if CAMPAIGN["compare_to"] else []),
+        *([f"{RESULTS}/history.json"] if CAMPAIGN["history"] is not False else []),
     ]
 
 

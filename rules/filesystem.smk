@@ -7,7 +7,7 @@
 
 rule mkfs:
     input:
-        array=array_record(),
+        unpack(mkfs_input),
     output:
         record=record_file("mkfs"),
         ready=temp(state_file("mkfs")),

@@ -8,6 +8,7 @@ localrules:
     provenance,
     baselines,
     compare,
+    history,
 
 
 # baselines.csv as an extra input where the config has baselines; an empty list (never a missing name)
@@ -35,10 +36,16 @@ rule aggregate:
             caption="../report/summary.rst",
             category="Tables",
         ),
-        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.compare).
+        # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.analysis.compare).
         comparisons=report(
             f"{RESULTS}/comparisons.csv",
             caption="../report/comparisons.rst",
+            category="Tables",
+        ),
+        # Every measurement's bytes and operations per interval (fsbench.analysis.series).
+        timeseries=report(
+            f"{RESULTS}/timeseries.csv",
+            caption="../report/timeseries_csv.rst",
             category="Tables",
         ),
         markdown=f"{RESULTS}/summary.md",
@@ -54,6 +61,7 @@ rule aggregate:
         "../envs/fsbench.yaml"
     params:
         campaign=NAME,
+        code=ANALYSIS_CODE,
     script:
         "../scripts/aggregate.py"
 
@@ -61,14 +69,20 @@ rule aggregate:
 rule plots:
     input:
         measurements=f"{RESULTS}/measurements.csv",
+        timeseries=f"{RESULTS}/timeseries.csv",
         summary=f"{RESULTS}/summary.csv",
+        comparisons=f"{RESULTS}/comparisons.csv",
         baselines=BASELINE_ROWS,
+        # The latency percentile curves read each measurement's histogram from its record.
+        records=cell_outputs(),
     output:
         plot_files(as_report_items=True),
     log:
         f"{RESULTS}/logs/plots.log",
     conda:
         "../envs/fsbench.yaml"
+    params:
+        code=ANALYSIS_CODE,
     script:
         "../scripts/plot.py"
 
@@ -126,3 +140,26 @@ rule compare:
         earlier=CAMPAIGN["compare_to"],
     script:
         "../scripts/compare.py"
+
+
+# history: this run's rows appended to the results store (idempotent: a rerun appends nothing new), and the trends
+# of this campaign's cells over the runs the store holds. The store and history_context are params, so that
+# changing either appends again.
+rule history:
+    input:
+        measurements=f"{RESULTS}/measurements.csv",
+        provenance=f"{RESULTS}/provenance.json",
+    output:
+        record=f"{RESULTS}/history.json",
+        trends=report(
+            f"{RESULTS}/trends.html", caption="../report/trends.rst", category="Trends"
+        ),
+    log:
+        f"{RESULTS}/logs/history.log",
+    conda:
+        "../envs/fsbench.yaml"
+    params:
+        store=CAMPAIGN["history"],
+        context=CAMPAIGN["history_context"],
+    script:
+        "../scripts/history.py"

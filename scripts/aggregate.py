@@ -1,23 +1,28 @@
-"""measurements.csv, summary.csv, comparisons.csv, summary.md and summary.html from every measurement record of the
-campaign.
+"""measurements.csv, timeseries.csv, summary.csv, comparisons.csv, summary.md and summary.html from every
+measurement record of the campaign.
 
 summary.csv holds this campaign's rows only; the baselines (baselines.csv, when the config has any)
 are summarized the same way and shown in their own section of summary.md and summary.html.
 summary.html holds the tables of summary.md as a page of its own: the report shows it inline. Both open with the
-verdicts of comparisons.csv (fsbench.compare).
+verdicts of comparisons.csv (fsbench.analysis.compare).
 """
 
 import pandas as pd
 
-from fsbench.aggregate import measurements, with_stops
-from fsbench.compare import comparisons
-from fsbench.stats import summarize, summarize_baselines, summary_html, summary_markdown
+from fsbench.analysis.aggregate import measurements, with_stops
+from fsbench.analysis.compare import comparisons
+from fsbench.analysis.hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
+from fsbench.analysis.series import timeseries_table
+from fsbench.analysis.stats import summarize, summarize_baselines
+from fsbench.analysis.summary import summary_html, summary_markdown
 from fsbench.step_report import run_step
 
 
 def aggregate(records, baselines, out, campaign):
     df = measurements(records)
     df.to_csv(out.measurements, index=False)
+    series = timeseries_table(records)
+    series.to_csv(out.timeseries, index=False)
     summary = with_stops(summarize(df), records, df)
     summary.to_csv(out.summary, index=False)
     verdicts = comparisons(df)
@@ -25,12 +30,14 @@ def aggregate(records, baselines, out, campaign):
     earlier = pd.concat([pd.read_csv(p) for p in baselines], ignore_index=True) if baselines else None
     earlier_summary = summarize_baselines(earlier) if earlier is not None else None
     title = f"fsbench campaign '{campaign}'"
+    per_host = hosts_blocks(records)  # all-hosts cells: each host's first-done, last-done and the stonewall
     with open(out.markdown, "w") as f:
-        f.write(summary_markdown(summary, title, earlier_summary, verdicts))
+        f.write(with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host))
     with open(out.html, "w") as f:
-        f.write(summary_html(summary, title, earlier_summary, verdicts))
+        f.write(with_hosts_html(summary_html(summary, title, earlier_summary, verdicts), per_host))
     return {
         "rows": len(df),
+        "timeseries_rows": len(series),
         "summary_rows": len(summary),
         "comparisons": len(verdicts),
         "baseline_rows": 0 if earlier is None else len(earlier),

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from fsbench.baselines import load_baseline
-from fsbench.records import COLUMNS
+from fsbench.analysis.baselines import load_baseline
+from fsbench.rows import COLUMNS
 from fsbench.step_report import run_step
 
 

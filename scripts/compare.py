@@ -1,8 +1,8 @@
-"""compare.md and compare.csv: this campaign against the one named by compare_to (fsbench.compare)."""
+"""compare.md and compare.csv: this campaign against the one named by compare_to (fsbench.analysis.compare)."""
 
 from pathlib import Path
 
-from fsbench.compare import run
+from fsbench.analysis.compare_runs import run
 from fsbench.step_report import run_step
 
 here = Path(snakemake.input.measurements).parent

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from fsbench.compare import questions
+from fsbench.analysis.compare import questions
+from fsbench.analysis.repeats import repeat_decision
 from fsbench.records import read_json, write_json
-from fsbench.stats import repeat_decision
 from fsbench.step_report import run_step
 
 

@@ -1,13 +1,13 @@
 """metadata: create, stat, read and delete many small files on the cell's target, each phase timed."""
 
 from fsbench import steps
-from fsbench.plan import describe
+from fsbench.cells import CellSpec
 from fsbench.records import read_json, write_json
 from fsbench.step_report import run_step
 
-p = snakemake.params
-what = describe(p.cell, "metadata")
+cell = CellSpec.from_params(snakemake.params.cell)
+what = cell.describe("metadata")
 record = run_step(
-    snakemake.log[0], steps.metadata_step, p.cell, read_json(snakemake.input.setup), p.cell["workdir"], what=what
+    snakemake.log[0], steps.metadata_step, cell, read_json(snakemake.input.setup), cell.workdir, what=what
 )
 write_json(snakemake.output[0], record)

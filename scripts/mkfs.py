@@ -2,14 +2,14 @@
 
 from pathlib import Path
 
-from fsbench.plan import describe
+from fsbench.cells import CellSpec
 from fsbench.records import read_json, write_json
 from fsbench.step_report import run_step
 from fsbench.steps import mkfs
 
-p = snakemake.params
+cell = CellSpec.from_params(snakemake.params.cell)
 record = run_step(
-    snakemake.log[0], mkfs, p.cell, read_json(snakemake.input.array), p.cell["workdir"], what=describe(p.cell, "mkfs")
+    snakemake.log[0], mkfs, cell, read_json(snakemake.input.array), cell.workdir, what=cell.describe("mkfs")
 )
 write_json(snakemake.output.record, record)
 Path(snakemake.output.ready).touch()

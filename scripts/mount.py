@@ -2,14 +2,14 @@
 
 from pathlib import Path
 
-from fsbench.plan import describe
+from fsbench.cells import CellSpec
 from fsbench.records import read_json, write_json
 from fsbench.step_report import run_step
 from fsbench.steps import mount
 
-p = snakemake.params
+cell = CellSpec.from_params(snakemake.params.cell)
 record = run_step(
-    snakemake.log[0], mount, p.cell, read_json(snakemake.input.mkfs), p.cell["workdir"], what=describe(p.cell, "mount")
+    snakemake.log[0], mount, cell, read_json(snakemake.input.mkfs), cell.workdir, what=cell.describe("mount")
 )
 write_json(snakemake.output.record, record)
 Path(snakemake.output.ready).touch()

@@ -1,18 +1,30 @@
-"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable, and beside the baselines."""
+"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable, IOPS, latency under load and
+latency percentiles, and beside the baselines."""
 
 from pathlib import Path
 
 import pandas as pd
 
-from fsbench.plots import plot_campaign
+from fsbench.analysis.aggregate import record_paths
+from fsbench.analysis.percentiles import percentile_curves
+from fsbench.analysis.plots import plot_campaign
+from fsbench.analysis.series import plot_timeseries
+from fsbench.records import read_json
 from fsbench.step_report import run_step
 
 
-def plot(inp, outdir):
+def plot(inp, outdir, with_series):
     # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
     baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
-    paths = plot_campaign(pd.read_csv(inp.measurements), pd.read_csv(inp.summary), Path(outdir), baselines)
+    verdicts = pd.read_csv(inp.comparisons)
+    # The latency percentile curves come from the histograms the records keep (measurements.csv has 4 percentiles).
+    curves = percentile_curves([read_json(p) for p in record_paths(list(inp.records))])
+    measurements = pd.read_csv(inp.measurements)
+    paths = plot_campaign(measurements, pd.read_csv(inp.summary), Path(outdir), baselines, verdicts, curves)
+    if with_series:  # not for dd, which records no series (rules/common.smk)
+        paths += plot_timeseries(pd.read_csv(inp.timeseries), Path(outdir), measurements)
     return [str(p) for p in paths]
 
 
-run_step(snakemake.log[0], plot, snakemake.input, Path(snakemake.output[0]).parent)
+with_series = any(Path(p).name == "timeseries.png" for p in snakemake.output)
+run_step(snakemake.log[0], plot, snakemake.input, Path(snakemake.output[0]).parent, with_series)

@@ -1,7 +1,7 @@
 """provenance.json: the host and tools, and how every array and filesystem was set up."""
 
 from fsbench import provenance
-from fsbench.aggregate import record_paths
+from fsbench.analysis.aggregate import record_paths
 from fsbench.records import read_json, write_json
 from fsbench.step_report import run_step
 

@@ -4,18 +4,16 @@ all-hosts cell."""
 from pathlib import Path
 
 from fsbench import all_hosts, steps
-from fsbench.config import ALL_HOSTS
-from fsbench.plan import describe
+from fsbench.cells import ALL_HOSTS, CellSpec
 from fsbench.records import read_json, write_json
 from fsbench.step_report import run_step
 
 p = snakemake.params
-what = describe(p.cell, "read")
-if p.cell["host"] == ALL_HOSTS:
+cell = CellSpec.from_params(p.cell)
+what = cell.describe("read")
+if cell.host == ALL_HOSTS:
     parts = Path(snakemake.output[0]).parent / "hosts"
-    record = run_step(snakemake.log[0], all_hosts.measure, p.cell, "read", p.hosts, p.scratch, parts, what=what)
+    record = run_step(snakemake.log[0], all_hosts.measure, cell, "read", p.hosts, p.scratch, parts, what=what)
 else:
-    record = run_step(
-        snakemake.log[0], steps.read, p.cell, read_json(snakemake.input.write), p.cell["workdir"], what=what
-    )
+    record = run_step(snakemake.log[0], steps.read, cell, read_json(snakemake.input.write), cell.workdir, what=what)
 write_json(snakemake.output[0], record)

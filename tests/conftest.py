@@ -18,8 +18,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from fsbench import devices  # noqa: E402
-from fsbench.records import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
+from fsbench.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
+from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
 SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
@@ -65,13 +65,13 @@ def ram_scratch():
 
 
 def run_campaign(
-    workdir: Path, config: dict, *args: str, check: bool = True, env: dict | None = None
+    workdir: Path, config: dict, *args: str, check: bool = True, env: dict | None = None, checkout: Path = REPO
 ) -> subprocess.CompletedProcess:
-    """Run the workflow on `config` in `workdir`, as a user would with --configfile."""
+    """Run the workflow (of `checkout`) on `config` in `workdir`, as a user would with --configfile."""
     workdir.mkdir(parents=True, exist_ok=True)
     cfg = workdir / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
-    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
+    argv = [str(SNAKEMAKE), "-s", str(checkout / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
     proc = subprocess.run(
         [*argv, "--configfile", str(cfg)], capture_output=True, text=True, timeout=1200, env=os.environ | (env or {})
     )
@@ -167,11 +167,13 @@ def seed_baseline(name="3ware-2012") -> pd.DataFrame:
 
 # The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.
 
-from fsbench.job import Job, Stream  # noqa: E402
-from fsbench.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
+from fsbench.engines.job import Job, Stream  # noqa: E402
+from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
 
 # What job.aggregate gives for a measurement, and the keys every stream of it has (engines add their own).
-FIGURE_KEYS = {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops", *LATENCY_COLUMNS}
+# recorded_series: what completed when (timeseries.raw; {} for dd).
+FIGURE_KEYS = {"bytes", "seconds", "seconds_durable", "started_at", "command", "streams", "ops", "recorded_series"}
+FIGURE_KEYS |= set(LATENCY_COLUMNS)
 STREAM_KEYS = {"path", "offset", "bytes", "start", "end", "end_durable"}
 
 
@@ -356,3 +358,63 @@ def small_campaign(scratch, name, **io) -> dict:
         "filesystems": {"ext4": {"type": "ext4"}},
         "io": {"size": "16MiB", "block_sizes": ["1MiB"], "repeats": 1} | io,
     }
+
+
+def postgres_bin() -> Path | None:
+    """Where initdb and pg_ctl are: on PATH, or Debian's /usr/lib/postgresql/<version>/bin."""
+    import shutil
+
+    if found := shutil.which("initdb"):
+        return Path(found).resolve().parent
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return found[-1].parent if found else None
+
+
+@pytest.fixture
+def postgres(tmp_path):
+    """A throwaway PostgreSQL server of this test's own (initdb + pg_ctl as the postgres user, listening only on
+    a Unix socket in a private folder); its URL. Stopped and deleted afterwards, also when the test fails."""
+    import pwd
+    import shutil
+
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL (apt-get install postgresql): `make setup` installs it")
+    if os.geteuid() != 0:
+        pytest.skip("starting a PostgreSQL server as the postgres user needs root")
+    user = pwd.getpwnam("postgres")
+    root = Path("/var/tmp/fsbench-pg") / uuid.uuid4().hex[:12]
+    data, sock = root / "data", root / "sock"
+    sock.mkdir(parents=True)
+    root.parent.chmod(0o755)  # the postgres user must get through to its folders
+    for p in (root, sock):
+        os.chown(p, user.pw_uid, user.pw_gid)
+
+    def as_postgres(*argv):
+        return subprocess.run(
+            ["runuser", "-u", "postgres", "--", *argv], capture_output=True, text=True, check=True, cwd=root
+        )
+
+    try:
+        as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
+        opts = f"-k {sock} -c listen_addresses='' -p 5432 -c fsync=off"
+        as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "start")
+        yield f"postgresql://postgres@/postgres?host={sock}&port=5432"
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                [
+                    "runuser",
+                    "-u",
+                    "postgres",
+                    "--",
+                    str(bin_dir / "pg_ctl"),
+                    "-D",
+                    str(data),
+                    "-m",
+                    "immediate",
+                    "stop",
+                ],
+                capture_output=True,
+            )
+        shutil.rmtree(root, ignore_errors=True)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fsbench import devices, guards
+from fsbench.storage import devices, guards, md
 
 from conftest import REPO, SNAKEMAKE, frozen_holding, held, needs_root, run_campaign
 
@@ -123,13 +123,17 @@ def test_path_array_runs_without_mkfs_or_mount(scratch, tmp_path):
     try:
         config = campaign(scratch, "path", {"p": {"kind": "path", "path": str(data)}}, raw=True)
         config["io"]["cache"] = "fadvise"
+        config["metadata"] = {"files": 200, "file_size": "4KiB", "dirs": 2}
         proc = run_campaign(tmp_path, config)
-        df = pd.read_csv(tmp_path / "results/path/measurements.csv")
+        every = pd.read_csv(tmp_path / "results/path/measurements.csv")
+        df = every[every.workload == "io"]
         assert list(df.target) == ["path", "path"] and set(df.op) == {"write", "read"}
         fs_type = subprocess.run(
             ["findmnt", "-n", "-o", "FSTYPE", "-T", str(data)], capture_output=True, text=True
         ).stdout.strip()
-        assert (df.fs_type == fs_type).all() and (df.bytes == 32 * MiB).all()
+        assert (df.bytes == 32 * MiB).all()
+        # One fs_type for every row of the folder, block I/O and metadata alike: the one the path lies on.
+        assert set(every.workload) == {"io", "metadata"} and (every.fs_type == fs_type).all()
         log = proc.stdout + proc.stderr
         assert "target=path" in log and "target=raw" not in log
         logs = tmp_path / "results/path/logs"
@@ -162,7 +166,7 @@ def test_btrfs_raid0_over_four_loop_members(scratch, tmp_path):
 
 @pytest.mark.parametrize("kind", ["mdadm", "loop"])
 def test_md_stops_here_with_a_clear_message(scratch, tmp_path, kind):
-    if guards.md_support() is None:
+    if md.md_support() is None:
         pytest.skip("this kernel has md: the refusal cannot be seen here")
     extra = devices.attach_loop_images(scratch / "disks2", 1, 128 * MiB)[0]
     if kind == "mdadm":
@@ -182,7 +186,7 @@ def test_md_stops_here_with_a_clear_message(scratch, tmp_path, kind):
 
 
 def test_mdadm_commands():
-    argv = guards.mdadm_create_argv("/dev/md/x", 5, 512 * 1024, ["/dev/sdb", "/dev/sdc", "/dev/sdd"])
+    argv = md.mdadm_create_argv("/dev/md/x", 5, 512 * 1024, ["/dev/sdb", "/dev/sdc", "/dev/sdd"])
     assert argv == [
         "mdadm",
         "--create",
@@ -197,5 +201,5 @@ def test_mdadm_commands():
         "/dev/sdc",
         "/dev/sdd",
     ]
-    assert "--chunk=512K" not in guards.mdadm_create_argv("/dev/md/x", 1, 512 * 1024, ["/dev/a", "/dev/b"])
-    assert guards.mdadm_stop_argv("/dev/md/x") == ["mdadm", "--stop", "/dev/md/x"]
+    assert "--chunk=512K" not in md.mdadm_create_argv("/dev/md/x", 1, 512 * 1024, ["/dev/a", "/dev/b"])
+    assert md.mdadm_stop_argv("/dev/md/x") == ["mdadm", "--stop", "/dev/md/x"]

@@ -4,9 +4,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench.baselines import dd_log_rows, load_baseline
-from fsbench.ddlog import dd_size, parse_dd_log
-from fsbench.records import COLUMNS
+from fsbench.analysis.baselines import dd_log_rows, load_baseline
+from fsbench.engines.ddlog import dd_size, parse_dd_log
+from fsbench.rows import COLUMNS
 
 DATA = Path(__file__).parent / "data"
 GIB20 = 21474836480

@@ -13,8 +13,10 @@ import pytest
 from browser import Browser, find_browser
 from PIL import Image
 
-from fsbench.document import number
-from fsbench.records import COLUMNS
+from fsbench.analysis.document import number
+from fsbench.analysis.validity import INVALIDATING
+from fsbench.rows import COLUMNS
+from fsbench.sizes import parse_size
 
 from conftest import REPO, SNAKEMAKE, held, needs_root, private_scratch, run_campaign
 
@@ -60,7 +62,10 @@ def test_every_row_satisfies_the_contract(seed_run):
     work, scratch, _ = seed_run
     df = pd.read_csv(work / "results/seed/measurements.csv", keep_default_na=False, na_values=[""])
     assert len(df) == 24
-    assert list(df.columns[: len(COLUMNS)]) == COLUMNS
+    assert list(df.columns[: len(COLUMNS)]) == COLUMNS and list(df.columns[-2:]) == ["valid", "invalid_reasons"]
+    # Valid unless a flag invalidates (128 MiB on this VM is mostly `short`); the reasons are those flags.
+    reasons = df["flags"].fillna("").map(lambda f: ";".join(x for x in f.split(";") if x in INVALIDATING))
+    assert (df.invalid_reasons.fillna("") == reasons).all() and (df.valid == (reasons == "")).all()
     assert set(df.target) == {"raw", "ext3", "xfs"}
     assert dict(df.groupby("target").fs_type.first()) == {"raw": "raw", "ext3": "ext3", "xfs": "xfs"}
     assert set(df.block_size) == {2**20, 4 * 2**20}
@@ -103,7 +108,20 @@ def test_summary_plots_and_provenance(seed_run):
     # Verdicts: ext3 and xfs against raw and each other, 1MiB against 4MiB per target; summary.md opens with them.
     verdicts = pd.read_csv(out / "comparisons.csv")
     assert {"a", "b", "ratio", "ci_low", "ci_high", "p_value", "verdict", "metric"} <= set(verdicts.columns)
-    assert set(verdicts.verdict) <= {"faster", "slower", "no clear difference"} and (verdicts.ci_low > 0).all()
+    assert set(verdicts.verdict) <= {"faster", "slower", "no clear difference", "not comparable"}
+    assert (verdicts.ci_low > 0).all()
+    # No verdict rests on a figure that is not valid: every repeat of both sides valid, or `not comparable`.
+    measured = pd.read_csv(out / "measurements.csv")
+    valid = measured.groupby(["target", "op", "block_size"]).valid.all()
+    for v in verdicts.itertuples():
+        if v.vs == "target":
+            sides = [(v.a, int(v.block_size)), (v.b, int(v.block_size))]
+        else:
+            sides = [(v.target, parse_size(v.a)), (v.target, parse_size(v.b))]
+        both = [bool(valid[(t, v.op, bs)]) for t, bs in sides]
+        assert [v.valid_a, v.valid_b] == both, v
+        assert (v.verdict == "not comparable") == (not all(both)), v
+        assert v.note.startswith("not comparable: ") if not all(both) else "not valid" not in str(v.note), v
     pairs = set(zip(verdicts.a, verdicts.b, strict=True))
     assert {("ext3", "raw"), ("xfs", "raw"), ("ext3", "xfs"), ("1MiB", "4MiB")} <= pairs
     assert (out / "summary.md").read_text().split("\n")[2].startswith("Verdicts, a relative to b")
@@ -120,8 +138,12 @@ def test_summary_plots_and_provenance(seed_run):
     for r in summary.itertuples():
         assert f'<span class="median">{number(r.median)}</span>' in page, r
         assert f"95% CI {number(r.ci95_low)}–{number(r.ci95_high)} · n=2" in page, r
+    # A cell with a repeat that is not valid is shown as such, greyed and hatched in the page.
+    invalid = summary["flags"].fillna("").map(lambda f: any(x.split(" (")[0] in INVALIDATING for x in f.split(";")))
+    assert page.split("<h2>Baselines</h2>")[0].count('<td class="invalid">') == invalid.sum()
+    assert md.count("not valid (") >= invalid.sum()
     assert "<h2>Baselines</h2>" in page and "<h3>3ware-2012</h3>" in page
-    for name in ["throughput", "durable", "efficiency"]:
+    for name in ["throughput", "durable", "efficiency", "latency", "latency_percentiles"]:
         for ext in ["png", "svg"]:
             assert (out / "plots" / f"{name}.{ext}").stat().st_size > 1000
     prov = json.loads((out / "provenance.json").read_text())

@@ -1,4 +1,4 @@
-"""fsbench.compare: Welch's t-test on log rates, comparisons.csv, the verdict table, and `fsbench compare OLD NEW`."""
+"""fsbench.analysis.compare: Welch's t-test on log rates, comparisons.csv, verdicts, `fsbench compare OLD NEW`."""
 
 import json
 import math
@@ -12,17 +12,12 @@ import pytest
 from scipy import stats as reference
 
 from fsbench.__main__ import main
-from fsbench.compare import (
-    COLUMNS,
-    compare_runs,
-    comparisons,
-    could_decide,
-    flatten,
-    provenance_diff,
-    questions,
-    welch_log,
-)
-from fsbench.stats import repeat_decision, summarize, summary_html, summary_markdown
+from fsbench.analysis.compare import COLUMNS, comparisons, could_decide, questions, welch_log
+from fsbench.analysis.compare_runs import compare_runs
+from fsbench.analysis.provenance_diff import flatten, provenance_diff
+from fsbench.analysis.repeats import repeat_decision
+from fsbench.analysis.stats import summarize
+from fsbench.analysis.summary import summary_html, summary_markdown
 
 from conftest import REPO, frame, row
 

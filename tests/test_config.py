@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fsbench.config import ConfigError, all_targets, cells, repeat_plan, targets, validate
+from fsbench.cells import all_targets, cells, repeat_plan, targets
+from fsbench.config import ConfigError, validate
 from fsbench.hosts import one_host_at_a_time, short_hostname, workdirs_here
 
 from conftest import REPO
@@ -300,6 +301,6 @@ def test_compare_to_must_name_an_earlier_campaign(tmp_path):
 
 def test_the_engines_the_schema_allows_are_the_ones_there_are():
     from fsbench.config import load_schema
-    from fsbench.engines import ENGINES
+    from fsbench.engines.registry import ENGINES
 
     assert load_schema()["properties"]["io"]["properties"]["engine"]["enum"] == list(ENGINES)

@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from fsbench import ddengine
-from fsbench.job import Job, Stream
+from fsbench.engines import dd as ddengine
+from fsbench.engines.job import Job, Stream
 from fsbench.system import ToolError
 
 from conftest import FIGURE_KEYS, STREAM_KEYS, file_job, logged_progress
@@ -64,7 +64,7 @@ def test_rand_and_bad_sizes_are_refused_before_anything_runs(tmp_path):
         lambda: ddengine.read(job),
         lambda: ddengine.write(job),
     ):
-        with pytest.raises(ValueError, match="pattern rand is not possible with dd; use engine python or fio"):
+        with pytest.raises(ValueError, match="dd engine: dd cannot seek at random; use engine python or fio"):
             call()
     assert not (tmp_path / "f").exists()
     with pytest.raises(ValueError, match="whole number"):

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from fsbench import devices
+from fsbench.cells import CellSpec, fingerprint
+from fsbench.storage import devices
 
 from conftest import held, needs_root
 
@@ -93,32 +94,32 @@ def test_release_command_frees_a_campaign(scratch, tmp_path):
     assert proc.returncode == 2 and "config key 'io.repeats': value 0" in proc.stderr
 
 
-def btrfs_cell(bs: int, size: int) -> dict:
+def btrfs_cell(bs: int, size: int, workdir) -> CellSpec:
     """A cell on a 1 GiB btrfs loop array, as rules/common.smk's cell_spec makes it (no config check)."""
-    from fsbench.config import fingerprint
 
     array = {"kind": "loop", "members": 1, "size": 1024 * MiB, "level": None, "chunk": 512 * 1024}
     fs = {"type": "btrfs", "mkfs": [], "mount": []}
     fs |= {"name": "btrfs", "fingerprint": fingerprint(fs, array)}
-    return {
-        "campaign": "c",
-        "host": "local",
-        "array": "d",
-        "target": "btrfs",
-        "fs_type": "btrfs",
-        "pattern": "seq",
-        "block_size": bs,
-        "direct": False,
-        "streams": 1,
-        "rep": 1,
-        "test": f"seq-{bs // MiB}MiB-buffered-1s",
-        "size": size,
-        "data": "zero",
-        "engine": "python",
-        "cache": "fadvise",
-        "array_spec": array,
-        "fs": fs,
-    }
+    return CellSpec(
+        campaign="c",
+        host="local",
+        array="d",
+        target="btrfs",
+        fs_type="btrfs",
+        pattern="seq",
+        block_size=bs,
+        direct=False,
+        streams=1,
+        rep=1,
+        test=f"seq-{bs // MiB}MiB-buffered-1s",
+        size=size,
+        data="zero",
+        engine="python",
+        cache="fadvise",
+        array_spec=array,
+        fs=fs,
+        workdir=str(workdir),
+    )
 
 
 def test_the_next_cell_finds_the_space_the_last_one_freed_on_btrfs(scratch):
@@ -127,7 +128,7 @@ def test_the_next_cell_finds_the_space_the_last_one_freed_on_btrfs(scratch):
     from fsbench.steps import run_cell
 
     for bs in (4 * MiB, 1 * MiB):
-        records = run_cell(btrfs_cell(bs, 512 * MiB), scratch / "c" / "d")
+        records = run_cell(btrfs_cell(bs, 512 * MiB, scratch / "c" / "d"), scratch / "c" / "d")
         assert records["read"]["row"]["bytes"] == 512 * MiB
     devices.release(scratch / "c" / "d")
     assert not held(scratch)
@@ -140,7 +141,7 @@ def test_a_disk_that_fills_up_during_the_write_leaves_no_partial_file(scratch):
     from fsbench.steps import run_cell
 
     with pytest.raises(devices.DeviceError) as e:
-        run_cell(btrfs_cell(4 * MiB, 1000 * MiB), scratch / "c" / "d")
+        run_cell(btrfs_cell(4 * MiB, 1000 * MiB, scratch / "c" / "d"), scratch / "c" / "d")
     said = str(e.value)
     assert said.startswith(f"ran out of space writing {1000 * MiB} bytes to btrfs (") and "bytes were free)" in said
     mnt = scratch / "c" / "d" / "mnt"

@@ -10,8 +10,10 @@ import zlib
 
 import pytest
 
-from fsbench import cache, devices, engine, loops, mixed
-from fsbench.job import ChildBytes, Job, Stream, extent, offsets, progress
+from fsbench.engines import loops, mixed
+from fsbench.engines import python as engine
+from fsbench.engines.job import ChildBytes, Job, Stream, extent, offsets, progress
+from fsbench.storage import cache, devices
 
 from conftest import file_job, logged_progress, needs_root
 
@@ -62,7 +64,14 @@ def test_a_queue_depth_keeps_that_many_calls_in_flight_and_moves_every_block_onc
     """io_uring at depth 8: every block written exactly once with its own data (none left a hole, no two alike),
     read back in full, each call timed; a device region stays inside its stream's bounds."""
     bs = 64 * 1024
-    job = Job((Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b"))), 4 * MiB, bs, pattern, direct, iodepth=8)
+    job = Job(
+        (Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b"))),
+        4 * MiB,
+        bs,
+        pattern=pattern,
+        direct=direct,
+        iodepth=8,
+    )
     w, r = engine.write(job), engine.read(job)
     assert w["bytes"] == r["bytes"] == 8 * MiB and w["ops"] == r["ops"] == 2 * 64
     assert "io_uring IORING_OP_WRITE, 8 in flight" in w["command"] and all(s["iodepth"] == 8 for s in r["streams"])
@@ -160,7 +169,7 @@ def test_no_two_4k_pieces_written_are_alike_and_no_128k_chunk_compresses(tmp_pat
 def test_one_clock_read_per_call_the_latencies_add_up_to_the_streams_time(tmp_path):
     """Each latency ends where the next begins, so their sum is the stream's time up to its last call; the
     inlined bucket arithmetic files them as latency.bucket() does (the largest value in the top bucket)."""
-    from fsbench.latency import bucket
+    from fsbench.engines.latency import bucket
 
     for depth in (1, 4):
         job = Job(files(tmp_path, 2), 4 * MiB, 16 * 1024, pattern="rand", iodepth=depth)
@@ -218,7 +227,7 @@ def test_write_to_a_full_device_fails():
 def test_the_c_loop_files_each_latency_as_latency_bucket_does(tmp_path, monkeypatch, step):
     """With a clock that advances `step` ns a read, every call at depth 1 takes exactly `step`: each lands in
     latency.bucket(step), for writes, reads and both halves of a mix."""
-    from fsbench.latency import bucket
+    from fsbench.engines.latency import bucket
 
     monkeypatch.setattr(loops, "CLOCK_STEP_NS", step)
     job = Job(files(tmp_path, 1), 64 * 4096, 4096, pattern="rand")
@@ -326,5 +335,31 @@ def test_streams_sharing_a_file_move_disjoint_interleaved_blocks_of_it(tmp_path,
 @pytest.mark.parametrize(("slots", "slot"), [(1, 0), (3, 2)])
 @pytest.mark.parametrize("counts", [(), (5,)])
 def test_extent_is_where_the_last_block_of_the_order_ends(pattern, slots, slot, counts):
-    job = Job((Stream("/x", 8192, False, slot),), 16 * 4096, 4096, pattern, slots=slots, counts=counts)
+    job = Job((Stream("/x", 8192, False, slot),), 16 * 4096, 4096, pattern=pattern, slots=slots, counts=counts)
     assert extent(job, 0) == max(offsets(job, 0)) + 4096
+
+
+def test_the_c_loop_builds_without_warnings_and_outside_the_source_tree(tmp_path, monkeypatch):
+    """-Werror here (not in a user's build: a newer compiler's new warning must not stop a measurement); without
+    make setup's library, the first measurement builds into the cache folder, never beside the source."""
+    assert loops.build(into=tmp_path / "strict", extra=("-Werror",)).exists()
+    monkeypatch.setattr(loops, "BUILD", tmp_path / "no-setup")
+    monkeypatch.setenv("FSBENCH_CACHE", str(tmp_path / "cache"))
+    lib = loops.build()
+    assert lib.parent == tmp_path / "cache" and not (tmp_path / "no-setup").exists()
+    assert loops.build() == lib  # built once
+
+
+def test_a_write_the_kernel_takes_short_is_finished_at_every_depth():
+    """Linux moves at most 2 GiB - 4 KiB in one write: a 2 GiB block is written short, then finished, through
+    pwrite (depth 1) and io_uring (depth 2) alike."""
+    block = 2**31
+    path = f"/dev/shm/fsbench-short-write-{os.getpid()}"
+    try:
+        for depth in (1, 2):
+            done = engine.write(Job((Stream(path),), block, block, iodepth=depth))
+            assert done["bytes"] == block == os.path.getsize(path)
+            os.unlink(path)
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)

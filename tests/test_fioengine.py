@@ -7,8 +7,8 @@ import zlib
 
 import pytest
 
-from fsbench import fioengine
-from fsbench.job import Job, Stream
+from fsbench.engines import fio as fioengine
+from fsbench.engines.job import Job, Stream
 from fsbench.system import ToolError
 
 from conftest import FIGURE_KEYS, STREAM_KEYS, file_job, logged_progress

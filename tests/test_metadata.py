@@ -1,4 +1,4 @@
-"""The metadata test: fsbench.metadata on real files (every phase, its rows and latencies, the inode and space
+"""The metadata test: fsbench.engines.metadata on real files (every phase, its rows and latencies, the inode and space
 checks, a full filesystem during create on a real tmpfs), and end to end on ext4, xfs and btrfs on one loop image
 (every phase a row per repeat, ops = files × streams, the summary section and plot, nothing left behind)."""
 
@@ -10,8 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench.config import ConfigError, MetaCell, cells, validate
-from fsbench.metadata import PHASES, MetadataError, MetaJob, check_room, run, run_phase
+from fsbench.cells import MetaCell, cells
+from fsbench.config import ConfigError, validate
+from fsbench.engines.metadata import PHASES, MetadataError, MetaJob, check_room, run, run_phase
 from fsbench.plan import Plan
 
 from conftest import RAM_ROOT, held, needs_root, private_scratch, run_campaign
@@ -35,7 +36,7 @@ def test_every_phase_moves_every_file_and_times_each_one(tmp_path):
 
 def test_files_are_spread_over_the_streams_own_dirs_and_hold_distinct_data(tmp_path):
     job = MetaJob(str(tmp_path), streams=2, files=20, file_size=64, dirs=3)
-    from fsbench.metadata import make_trees
+    from fsbench.engines.metadata import make_trees
 
     make_trees(job)
     run_phase(job, "create")
@@ -75,7 +76,7 @@ def test_too_few_inodes_or_too_little_space_is_refused_before_the_first_file(tin
 def test_a_filesystem_that_fills_during_create_fails_the_phase_by_name(tiny_tmpfs):
     """Past the check (run_phase alone), the kernel's ENOSPC on the 200th inode: the phase fails naming why."""
     job = MetaJob(str(tiny_tmpfs), streams=2, files=150, file_size=16, dirs=1)
-    from fsbench.metadata import make_trees, remove_trees
+    from fsbench.engines.metadata import make_trees, remove_trees
 
     make_trees(job)
     try:

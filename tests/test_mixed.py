@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench import fioengine, mixed
 from fsbench.config import ConfigError, validate
-from fsbench.engine import write
-from fsbench.job import Job, Stream
+from fsbench.engines import fio as fioengine
+from fsbench.engines import mixed
+from fsbench.engines.job import Job, Stream
+from fsbench.engines.python import write
 from fsbench.plan import Plan
 
 from conftest import held, needs_root, ram_xfs_campaign, run_campaign
@@ -32,7 +33,7 @@ def test_the_python_engine_mixes_one_run_into_a_read_and_a_write_figure(tmp_path
     streams = (Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b")))
     write(Job(streams, 256 * 4 * KiB, 4 * KiB))
     before = [Path(s.path).read_bytes() for s in streams]
-    found = mixed.run(Job(streams, 256 * 4 * KiB, 4 * KiB, pattern, seed=9, iodepth=depth), 70)
+    found = mixed.run(Job(streams, 256 * 4 * KiB, 4 * KiB, pattern=pattern, seed=9, iodepth=depth), 70)
     r, w = found["read"], found["write"]
     assert r["ops"] == 2 * round(256 * 0.7) and r["ops"] + w["ops"] == 512
     assert r["bytes"] == r["ops"] * 4 * KiB and w["bytes"] == w["ops"] * 4 * KiB
@@ -47,7 +48,7 @@ def test_the_python_engine_mixes_one_run_into_a_read_and_a_write_figure(tmp_path
 
 def test_fio_runs_the_mix_with_its_own_options_and_gives_both_figures(tmp_path):
     streams = (Stream(str(tmp_path / "a")),)
-    job = Job(streams, 256 * 4 * KiB, 4 * KiB, "rand", seed=2)
+    job = Job(streams, 256 * 4 * KiB, 4 * KiB, pattern="rand", seed=2)
     text = fioengine.job_file(job, "mixed", 70)
     assert "rw=randrw\nrwmixread=70\n" in text and "end_fsync=1" in text
     with pytest.raises(ValueError, match="rwmix_read goes with op mixed"):

@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from fsbench.config import ALL_HOSTS, Cell, cells, validate
-from fsbench.plan import WILDCARDS, Plan, describe, forget_device_state
+from fsbench.cells import ALL_HOSTS, Cell, CellSpec, cells
+from fsbench.config import validate
+from fsbench.plan import WILDCARDS, Plan, forget_device_state
 
 MiB = 2**20
 
@@ -149,9 +150,13 @@ def test_all_hosts_cells_have_their_own_place_in_the_order(tmp_path):
 
 def test_describe_names_the_step_and_the_cell():
     spec = Plan(campaign()).cell_spec("local", "a", "ext4", "seq-1MiB-buffered-1s", "1")
-    assert describe(spec, "mkfs") == "mkfs of a/ext4/seq-1MiB-buffered-1s rep 1"
+    assert CellSpec.from_params(spec).describe("mkfs") == "mkfs of a/ext4/seq-1MiB-buffered-1s rep 1"
     hosted = Plan(campaign(hosts=["n1"])).cell_spec("n1", "a", "ext4", "seq-1MiB-buffered-1s", "2")
-    assert describe(hosted, "read") == "read of a/ext4/seq-1MiB-buffered-1s rep 2 on n1"
+    assert CellSpec.from_params(hosted).describe("read") == "read of a/ext4/seq-1MiB-buffered-1s rep 2 on n1"
+    # The params become a frozen spec at a step's boundary; a setting fsbench does not know fails there.
+    assert CellSpec.from_params(spec).as_record() == spec
+    with pytest.raises(ValueError, match="cell settings fsbench does not know: blocksize"):
+        CellSpec.from_params(spec | {"blocksize": 1})
 
 
 def test_forgetting_the_device_state_deletes_only_state_files(tmp_path):

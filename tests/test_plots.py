@@ -3,11 +3,11 @@ import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from fsbench import plots
-from fsbench.compare import comparisons
-from fsbench.plots import _beside_baselines, _efficiency, _throughput, plot_campaign
-from fsbench.records import COLUMNS
-from fsbench.stats import summarize, summarize_baselines
+from fsbench.analysis import plots
+from fsbench.analysis.compare import comparisons
+from fsbench.analysis.plots import _beside_baselines, _efficiency, _throughput, plot_campaign
+from fsbench.analysis.stats import summarize, summarize_baselines
+from fsbench.rows import COLUMNS
 
 from conftest import seed_baseline
 
@@ -230,9 +230,10 @@ def test_throughput_keeps_whiskers_that_reach_little_further():
 @pytest.mark.parametrize("block_sizes", [(MiB, 4 * MiB), (MiB, 4 * MiB, 16 * MiB, 64 * MiB)])
 def test_throughput_value_labels_collide_with_nothing(block_sizes):
     m = noisy() if len(block_sizes) == 2 else measurements(arrays=("d",), targets=TODAY, block_sizes=block_sizes)
+    verdicts = comparisons(m)
     m = plots.durable_view(m)  # the plot shows writes by their durable rate
     s = summarize(m)
-    fig = _throughput(m, s)
+    fig = _throughput(m, s, verdicts)
     renderer = drawn(fig)
     for ax in fig.axes:
         box = ax.get_window_extent(renderer)
@@ -306,9 +307,9 @@ def test_iops_and_latency_plots_tell_hosts_and_arrays_apart(tmp_path):
     with plots._style():
         for make in (plots._iops, plots._latency):
             fig = make(frame)
-            labels = {t.get_text() for ax in fig.axes for t in ax.get_xticklabels()}
-            if make is plots._latency:
-                assert labels == {"n1 path", "n2 path", "all path", "n1@all path"}
+            if make is plots._latency:  # one line per host's target
+                labels = {t.get_text() for t in fig.legends[0].get_texts()}
+                assert {"n1 path", "n2 path", "all path", "n1@all path"} <= labels
             fig.savefig(tmp_path / "x.png")
 
 
@@ -317,7 +318,8 @@ def test_throughput_leads_with_durable_writes_and_each_filesystems_verdict_again
     each filesystem's share of raw coloured by the verdict of comparisons.csv."""
     m = measurements()  # the seed: raw 312/419, ext3 137/320, xfs 269/410 MB/s; durable = 0.85 × buffered
     m.loc[(m["target"] == "xfs") & (m["op"] == "read"), "mb_s"] = [410 * f for f in (0.8, 1.3, 1.0) * 2]
-    fig = _throughput(m, summarize(m))
+    verdicts = comparisons(m)
+    fig = _throughput(m, summarize(m), verdicts)
     write, read = fig.axes[0], fig.axes[1]
     assert write.get_title() == "seed — durable write" and read.get_title() == "seed — read"
     durable = m[m["op"] == "write"].groupby(["target", "block_size"], sort=False)["mb_s_durable"].mean()
@@ -338,6 +340,12 @@ def test_throughput_leads_with_durable_writes_and_each_filesystems_verdict_again
     assert sum("×" in t.get_text() for ax in (write, read) for t in ax.texts) == 2 * 2 * 2  # 2 fs, 2 sizes, 2 ops
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "0.5× = share of raw, clearly slower" in legend
+    # The colours are comparisons.csv's verdicts, not made again from the measurements.
+    said_faster = verdicts.assign(verdict="faster")
+    recoloured = _throughput(m, summarize(m), said_faster)
+    assert {t.get_color() for ax in recoloured.axes for t in ax.texts if "×" in t.get_text()} == {colours["faster"]}
     # No raw, no verdicts against it.
     no_raw = m[m["target"] != "raw"]
-    assert not any("×" in t.get_text() for ax in _throughput(no_raw, summarize(no_raw)).axes for t in ax.texts)
+    assert not any(
+        "×" in t.get_text() for ax in _throughput(no_raw, summarize(no_raw), comparisons(no_raw)).axes for t in ax.texts
+    )

@@ -54,5 +54,5 @@ def test_depths_give_consistent_iops_and_latency(engine, ram_scratch, tmp_path):
             assert all(s["ops"] == SIZE // row.block_size for s in record["streams"])
     summary = pd.read_csv(out / "summary.csv")
     assert {"iodepth"} <= set(summary.columns)
-    for name in ("iops", "latency"):
+    for name in ("iops", "latency", "latency_percentiles"):
         assert (out / "plots" / f"{name}.png").stat().st_size > 10_000

@@ -3,10 +3,11 @@
 import copy
 import json
 import re
+import shutil
 
 import pytest
 
-from conftest import needs_root, run_campaign
+from conftest import REPO, needs_root, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -26,6 +27,11 @@ def started(work) -> dict:
     runs = work / "results/keep/runs/local"
     found = [*runs.rglob("write.json"), *runs.rglob("read.json")]
     return {str(p.relative_to(runs)): json.loads(p.read_text())["row"]["started_at"] for p in found}
+
+
+def planned(dry) -> dict:
+    """Jobs by rule, from Snakemake's job stats table of a dry run."""
+    return dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))
 
 
 def changed(before: dict, after: dict) -> set:
@@ -57,9 +63,7 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
     assert {k.split("/")[1] for k in changed(again, more)} == {"btrfs"} and len(changed(again, more)) == 4
 
     config["io"]["repeats"] = 2
-    dry = run_campaign(tmp_path, config, "--dry-run")
-    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, re.M))  # Snakemake's job stats table
-    assert jobs == {
+    assert planned(run_campaign(tmp_path, config, "--dry-run")) == {
         "mkfs": "6",
         "mount": "6",
         "write": "8",
@@ -68,8 +72,9 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
         "aggregate": "1",
         "plots": "1",
         "provenance": "1",
+        "history": "1",  # the new rows appended to the results store
         "all": "1",
-        "total": "33",
+        "total": "34",
     }
     run_campaign(tmp_path, config)
     last = started(tmp_path)
@@ -80,9 +85,8 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
 
     # --forcerun mkfs: every filesystem cell from its mkfs on; the array and the raw cells are left alone
     forced = run_campaign(tmp_path, config, "--dry-run", "--forcerun", "mkfs")
-    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", forced.stdout, re.M))
     fs_cells = 3 * 2 * 2  # ext4, xfs, btrfs; two block sizes; two repeats
-    assert jobs == {
+    assert planned(forced) == {
         "mkfs": str(fs_cells),
         "mount": str(fs_cells),
         "write": str(fs_cells),
@@ -91,6 +95,32 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
         "aggregate": "1",
         "plots": "1",
         "provenance": "1",
+        "history": "1",
         "all": "1",
-        "total": str(4 * fs_cells + 5),
+        "total": str(4 * fs_cells + 6),
     }
+
+    # fsbench upgraded (another checkout, its step script and engine edited): the finished campaign stays finished.
+    other = tmp_path.parent / "another-checkout"
+    skip = shutil.ignore_patterns(".git", ".venv", "results", ".snakemake", "_build", "__pycache__", ".*_cache")
+    shutil.copytree(REPO, other, ignore=skip)
+    for script in ("scripts/write.py", "scripts/fsbench/engines/python.py", "rules/measure.smk"):
+        with open(other / script, "a") as f:
+            f.write("\n# a change of fsbench's code that is not a change of method\n")
+    upgraded = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
+    assert "Nothing to be done" in upgraded.stdout + upgraded.stderr
+
+    # The code that makes the tables and plots changed: those are made again (seconds), nothing is measured.
+    with open(other / "scripts/fsbench/analysis/stats.py", "a") as f:
+        f.write("\n# a new fsbench's statistics\n")
+    tables = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
+    # (history appends the rewritten measurements.csv again: it adds nothing, each row is in the store already)
+    assert planned(tables) == {"aggregate": "1", "plots": "1", "history": "1", "all": "1", "total": "4"}
+
+    # The python engine's method bumped on purpose: its cells (all of them here), and nothing else, again.
+    engines = other / "scripts/fsbench/engines/capabilities.py"
+    engines.write_text(engines.read_text().replace('"python": Engine(),', '"python": Engine(method=2),', 1))
+    bumped = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
+    # Every filesystem cell from its mkfs on (as --forcerun mkfs above), and the raw cells' write and read.
+    assert planned(bumped) == planned(forced) | {"write": "16", "read": "16", "total": "62"}
+    assert "Params have changed since last execution" in bumped.stdout + bumped.stderr

@@ -10,11 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench import devices, engine, fioengine, loops, mixed
 from fsbench.config import ConfigError, validate
-from fsbench.job import Job, Stream, offsets
+from fsbench.engines import fio as fioengine
+from fsbench.engines import loops, mixed
+from fsbench.engines import python as engine
+from fsbench.engines.job import Job, Stream, offsets
 from fsbench.plan import Plan
 from fsbench.sizes import parse_duration
+from fsbench.storage import devices
 
 from conftest import RAM_ROOT, held, loop_devices_held, needs_root, needs_throttle, private_scratch, run_campaign
 
@@ -79,7 +82,7 @@ def stamped_blocks(path: Path, bs: int) -> set[int]:
 @pytest.mark.parametrize("pattern", ["seq", "rand"])
 def test_a_time_based_write_stops_at_the_time_and_its_read_covers_what_it_wrote(tmp_path, stepping_clock, pattern):
     bs = 4 * KiB
-    job = Job((Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b"))), 4 * MiB, bs, pattern, runtime=0.04)
+    job = Job((Stream(str(tmp_path / "a")), Stream(str(tmp_path / "b"))), 4 * MiB, bs, pattern=pattern, runtime=0.04)
     wrote = engine.write(job)
     for i, s in enumerate(wrote["streams"]):
         assert s["stopped_by"] == "runtime" and s["ops"] == 40 and s["bytes"] == 40 * bs
@@ -87,7 +90,7 @@ def test_a_time_based_write_stops_at_the_time_and_its_read_covers_what_it_wrote(
         assert stamped_blocks(Path(s["path"]), bs) == set(offsets(job, i)[:40])
     assert "for 0.04 s, at most 1024 x 4096 B" in wrote["command"]
     counts = tuple(s["bytes"] // bs for s in wrote["streams"])
-    read_job = Job(job.streams, job.size, bs, pattern, counts=counts)
+    read_job = Job(job.streams, job.size, bs, pattern=pattern, counts=counts)
     assert [offsets(read_job, i) for i in (0, 1)] == [offsets(job, i)[:40] for i in (0, 1)]
     got = engine.read(read_job)
     assert got["bytes"] == wrote["bytes"] and got["ops"] == 80
@@ -105,7 +108,7 @@ def test_a_time_based_mix_runs_passes_until_the_time_is_up(tmp_path, stepping_cl
     job = Job((Stream(str(tmp_path / "a")),), 256 * KiB, bs)
     engine.write(job)
     # One clock read to start, one a call: the 200th call ends the 200 ms.
-    got = mixed.run(Job(job.streams, job.size, bs, "rand", runtime=0.2), 75)
+    got = mixed.run(Job(job.streams, job.size, bs, pattern="rand", runtime=0.2), 75)
     assert got["read"]["ops"] + got["write"]["ops"] == 200  # more than one pass of 64 blocks
     assert got["read"]["ops"] == 3 * 48 + sum(mixed.kinds(64, 75, 0)[:8])  # three whole passes, then part of one
 
@@ -137,7 +140,7 @@ def test_fio_stops_a_write_at_the_time_reads_what_it_wrote_and_mixes_for_the_tim
     assert [f"io_size={s['bytes']}" in text for s in wrote["streams"]] == [True, True]
     got = fioengine.read(read_job)
     assert [s["bytes"] for s in got["streams"]] == [s["bytes"] for s in wrote["streams"]]
-    mix = fioengine.mixed(Job(job.streams, job.size, bs, "rand", True, runtime=0.5), 70)
+    mix = fioengine.mixed(Job(job.streams, job.size, bs, pattern="rand", direct=True, runtime=0.5), 70)
     assert "time_based=1" in mix["read"]["command"]
     assert mix["read"]["seconds"] >= 0.5 and mix["read"]["ops"] > 0 and mix["write"]["ops"] > 0
 
@@ -196,7 +199,7 @@ def test_a_time_based_campaign_moves_what_the_time_allows_and_reads_exactly_that
 @needs_throttle
 def test_a_deep_python_mix_runs_for_the_time(slow_loop):
     """io_uring with 8 in flight, held at 16 MB/s: a 64 MiB region takes 4 s a pass, the 0.5 s ends it first."""
-    job = Job((Stream(slow_loop, 0, True),), 64 * MiB, 64 * KiB, "rand", True, iodepth=8, runtime=0.5)
+    job = Job((Stream(slow_loop, 0, True),), 64 * MiB, 64 * KiB, pattern="rand", direct=True, iodepth=8, runtime=0.5)
     got = mixed.run(job, 70)
     assert got["read"]["seconds"] >= 0.5 and got["read"]["seconds"] == got["write"]["seconds"]
     ops = got["read"]["ops"] + got["write"]["ops"]

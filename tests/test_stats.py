@@ -4,20 +4,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fsbench.document import number
-from fsbench.records import COLUMNS
-from fsbench.stats import (
+from fsbench.analysis.document import number
+from fsbench.analysis.repeats import repeat_decision
+from fsbench.analysis.stats import (
     SUMMARY_COLUMNS,
     cell_flags,
     flag_above_raw,
     log_interval,
     relative_ci,
-    repeat_decision,
     summarize,
     summarize_baselines,
-    summary_html,
-    summary_markdown,
 )
+from fsbench.analysis.summary import summary_html, summary_markdown
+from fsbench.rows import COLUMNS
 
 from conftest import frame, seed_baseline
 from conftest import row as measurement
@@ -364,7 +363,7 @@ def test_cell_flags_say_each_flag_once_and_how_many_repetitions_carry_it():
 
 
 def flagged_and_stopped():
-    """small_campaign() with a few flags, and the stop columns aggregate adds (fsbench.aggregate.with_stops)."""
+    """small_campaign() with a few flags, and the stop columns aggregate adds (aggregate.with_stops)."""
     m = small_campaign()
     first = m.index[(m["target"] == "raw") & (m["op"] == "write") & (m["block_size"] == MiB)][0]
     m.loc[first, "flags"] = "short"

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fsbench import devices
+from fsbench.storage import devices
 
 from conftest import (
     REPO,

@@ -6,9 +6,10 @@ import os
 
 import pytest
 
-from fsbench import cache, devices, engine, telemetry
-from fsbench.job import Job, Stream
-from fsbench.records import flags_for
+from fsbench.engines import python as engine
+from fsbench.engines.job import Job, Stream
+from fsbench.rows import flags_for
+from fsbench.storage import cache, devices, telemetry
 
 from conftest import needs_root
 

@@ -1,4 +1,4 @@
-"""fsbench.uring: reads and writes through the io_uring binding, errors as negative results, ring release."""
+"""fsbench.engines.uring: reads and writes through the io_uring binding, errors as negative results, ring release."""
 
 import errno
 import mmap
@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from fsbench import uring
-from fsbench.uring import Ring, buffer_address, check, why_unavailable
+from fsbench.engines import uring
+from fsbench.engines.uring import Ring, buffer_address, check, why_unavailable
 
 BS = 4096
 

@@ -36,6 +36,18 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 
+# PostgreSQL, for the history tests that start a throwaway server of their own (initdb + pg_ctl); Debian keeps
+# them in /usr/lib/postgresql/<version>/bin. A missing server only skips those tests, as chromium above.
+if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing PostgreSQL for the history store tests: postgresql"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >/dev/null \
+      || echo "setup: could not install postgresql — the PostgreSQL store tests will skip" >&2
+  else
+    echo "setup: no PostgreSQL — its store tests will skip (apt-get install postgresql, as root)" >&2
+  fi
+fi
+
 py=${PYTHON:-python3}
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "setup: fsbench needs Python 3.11 or newer as '$py' (set PYTHON=/path/to/python3.11)" >&2
@@ -58,5 +70,5 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
 fi
 
-# The python engine's I/O loop (scripts/fsbench/loops.c), built once here rather than by the first measurement.
-(cd scripts && ../.venv/bin/python -c 'from fsbench import loops; loops.build()')
+# The python engine's I/O loop (scripts/fsbench/engines/loops.c), built once here rather than by the first measurement.
+(cd scripts && ../.venv/bin/python -c 'from fsbench.engines import loops; loops.build(loops.BUILD)')

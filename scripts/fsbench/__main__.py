@@ -1,7 +1,8 @@
 """Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host;
 `python -m fsbench results CAMPAIGN.yaml` prints where its results go; `python -m fsbench compare OLD NEW`
 prints (and writes) the verdicts of NEW against OLD and what differs in their provenance; `part` is one host's
-share of an all-hosts cell (started by fsbench.all_hosts, not by people)."""
+share of an all-hosts cell (started by fsbench.all_hosts, not by people); `python -m fsbench history …` reads the
+results store (fsbench.history.cli)."""
 
 import argparse
 import json
@@ -9,10 +10,11 @@ import sys
 
 import yaml
 
-from .config import ConfigError, validate
-from .devices import release
-from .hosts import short_hostname, workdirs_here
-from .plan import forget_device_state
+from fsbench.cells import CellSpec
+from fsbench.config import ConfigError, validate
+from fsbench.hosts import short_hostname, workdirs_here
+from fsbench.plan import forget_device_state
+from fsbench.storage.devices import release
 
 
 def main(argv=None) -> int:
@@ -33,7 +35,14 @@ def main(argv=None) -> int:
     part = sub.add_parser("part", help="one host's share of an all-hosts cell (run by fsbench itself)")
     for name in ("cell", "op", "start_at", "scratch", "record_dir"):
         part.add_argument(name)
+    from .history.cli import add_parser as add_history
+
+    add_history(sub)
     args = parser.parse_args(argv)
+    if args.command == "history":
+        from .history.cli import run as run_history
+
+        return run_history(args)
     if args.command == "part":
         return run_part(args)
     if args.command == "compare":
@@ -57,7 +66,7 @@ def main(argv=None) -> int:
 
 
 def run_compare(args) -> int:
-    from .compare import run
+    from fsbench.analysis.compare_runs import run
 
     try:
         text, md, csv = run(args.old, args.new, args.output)
@@ -70,12 +79,12 @@ def run_compare(args) -> int:
 
 
 def run_part(args) -> int:
-    from .all_hosts import part
-    from .step_report import EXPECTED
+    from fsbench.all_hosts import part
+    from fsbench.step_report import EXPECTED
 
     try:
         with open(args.cell) as f:
-            part(json.load(f), args.op, float(args.start_at), args.scratch, args.record_dir)
+            part(CellSpec.from_params(json.load(f)), args.op, float(args.start_at), args.scratch, args.record_dir)
     except EXPECTED as e:
         print(f"fsbench: {short_hostname()}: {e}", file=sys.stderr)
         return 1

@@ -1,4 +1,4 @@
-"""Campaign files: validation with messages a person can act on, and the cells they describe.
+"""Campaign files: validation with messages a person can act on.
 
 Everything here runs before any device is touched: a bad value stops the run
 with the key, the value and what is allowed.
@@ -7,28 +7,25 @@ with the key, the value and what is allowed.
 import copy
 import difflib
 import functools
-import hashlib
-import itertools
 import json
 import os
-import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from .sizes import ALLOWED as SIZE_ALLOWED
-from .sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
+from fsbench.cells import targets
+from fsbench.engines import capabilities
+from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
+from fsbench.sizes import ALLOWED as SIZE_ALLOWED
+from fsbench.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 
 # Space a filesystem needs beyond its data (journal, metadata, reserved blocks),
 # as a fraction of the image, with a floor: xfs refuses images under 300 MiB.
 FS_OVERHEAD = 0.10
-# Patterns that read and write in one run (io.rwmix_read of the operations read).
-MIXED = {"randrw", "rw"}
 FS_MIN_IMAGE = {"xfs": 300 * 2**20, "btrfs": 128 * 2**20}
 # O_DIRECT needs block sizes (and buffers) aligned to the device's logical block; 4 KiB covers all.
 DIRECT_ALIGN = 4096
@@ -124,16 +121,36 @@ def _check_runtime(io: dict) -> None:
         io["runtime"] = parse_duration(io["runtime"])
     except ValueError:
         raise _fail("io.runtime", io["runtime"], DURATION_ALLOWED) from None
-    if io["engine"] == "dd":
-        raise _fail("io.engine", "dd", "python or fio with io.runtime (dd stops only at its count), or no io.runtime")
-    if io["engine"] == "fio" and "rand" in io["patterns"]:
-        allowed = "no rand with io.engine fio and io.runtime (fio's random writes cut short by the time leave blocks "
-        allowed += "only fio knows, so no read could cover exactly them); use python, or seq, randrw, rw"
+    engine = io["engine"]
+    if why := capabilities.why_not(engine, capabilities.RUNTIME):
+        raise _fail("io.engine", engine, f"{capabilities.able(capabilities.RUNTIME)} with io.runtime ({why}), or none")
+    if "rand" in io["patterns"] and (why := capabilities.why_not(engine, capabilities.RUNTIME_RAND_WRITE)):
+        allowed = f"no rand with io.engine {engine} and io.runtime ({why}); "
+        allowed += f"use {capabilities.able(capabilities.RUNTIME_RAND_WRITE)}, or seq, randrw, rw"
         raise _fail("io.patterns", io["patterns"], allowed)
 
 
+def _check_engine(io: dict) -> None:
+    """The tests asked of what io.engine can do (fsbench.engines.capabilities)."""
+    engine, can = io["engine"], capabilities
+    whys = {why for p in io["patterns"] for need in can.needs(p) if (why := can.why_not(engine, need))}
+    if whys:
+        ok = [p for p in io["patterns"] if not any(can.why_not(engine, need) for need in can.needs(p))] or ["seq"]
+        allowed = f"{', '.join(ok)} only with io.engine {engine} ({'; '.join(sorted(whys))}; use {can.able(can.RAND)})"
+        raise _fail("io.patterns", io["patterns"], allowed)
+    if True in io["shared_file"] and (why := can.why_not(engine, can.SHARED)):
+        allowed = f"[false] with io.engine {engine} ({why}; use {can.able(can.SHARED)})"
+        raise _fail("io.shared_file", io["shared_file"], allowed)
+    if True in io["shared_file"] and set(io["patterns"]) != {"seq"} and (why := can.why_not(engine, can.SHARED_RAND)):
+        allowed = f"[false] with io.engine {engine} and a pattern besides seq ({why}; "
+        allowed += f"use {can.able(can.SHARED_RAND)}, or patterns: [seq])"
+        raise _fail("io.shared_file", io["shared_file"], allowed)
+    if any(d > 1 for d in io["iodepth"]) and (why := can.why_not(engine, can.DEPTH)):
+        raise _fail("io.iodepth", io["iodepth"], f"[1] with io.engine {engine} ({why}; use {can.able(can.DEPTH)})")
+
+
 def _why_no_io_uring() -> str | None:
-    from .uring import why_unavailable  # only campaigns with a depth above 1 need to ask the kernel
+    from fsbench.engines.uring import why_unavailable  # only campaigns with a depth above 1 need to ask the kernel
 
     return why_unavailable()
 
@@ -156,20 +173,21 @@ def _check_semantics(config: dict) -> None:
             )
     if "runtime" in io:
         _check_runtime(io)
-    if io["engine"] == "dd" and set(io["patterns"]) != {"seq"}:
-        allowed = "seq only with io.engine dd (dd cannot seek at random nor mix reads and writes; use python or fio)"
-        raise _fail("io.patterns", io["patterns"], allowed)
-    if True in io["shared_file"] and io["engine"] == "dd":
-        allowed = "[false] with io.engine dd (dd writes one run of blocks, it cannot interleave; use python or fio)"
-        raise _fail("io.shared_file", io["shared_file"], allowed)
-    if True in io["shared_file"] and io["engine"] == "fio" and set(io["patterns"]) != {"seq"}:
-        allowed = "[false] with io.engine fio and a pattern besides seq (fio interleaves blocks in a shared file "
-        allowed += "only sequentially; use python, or patterns: [seq])"
-        raise _fail("io.shared_file", io["shared_file"], allowed)
+    if "log_interval" in io:
+        try:
+            io["log_interval"] = parse_duration(io["log_interval"])
+        except ValueError:
+            raise _fail("io.log_interval", io["log_interval"], DURATION_ALLOWED) from None
+    if config["precondition"] is not None:
+        pre = config["precondition"]
+        pre["block_size"] = _size(pre["block_size"], "precondition.block_size")
+        if pre["block_size"] % DIRECT_ALIGN:
+            allowed = f"a multiple of {DIRECT_ALIGN} bytes (preconditioning writes with O_DIRECT)"
+            raise _fail("precondition.block_size", format_size(pre["block_size"]), allowed)
+    if "steady" in io and "runtime" not in io:
+        raise _fail("io.steady", io["steady"], "a steady-state test with io.runtime only (a time-based run)")
+    _check_engine(io)
     deep = [d for d in io["iodepth"] if d > 1]
-    if deep and io["engine"] == "dd":
-        allowed = "[1] with io.engine dd (dd has one request in flight; use python or fio)"
-        raise _fail("io.iodepth", io["iodepth"], allowed)
     if deep and (why := _why_no_io_uring()):
         raise _fail("io.iodepth", io["iodepth"], f"[1] on this machine: above 1 needs io_uring, and {why}")
     if True in io["direct"] or io["cache"] == "direct":
@@ -225,7 +243,6 @@ def kind_keys(kind: str) -> dict:
 
 MD_MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
 # Filesystems that can span several devices themselves (mkfs over all members).
-SPANNING = {"btrfs"}
 
 
 def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> None:
@@ -278,7 +295,7 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
                 f"at least {-(-need // 2**20)}MiB: io.size × streams ({format_size(written)}) plus filesystem overhead",
             )
         meta = config["metadata"]
-        small = meta_space(meta, max(io["streams"])) if meta and fs_types else 0
+        small = space_needed(meta["files"] * max(io["streams"]), meta["file_size"]) if meta and fs_types else 0
         if array["size"] * per_member < small * (1 + FS_OVERHEAD):
             at_least = -(-int(small * (1 + FS_OVERHEAD)) // per_member // 2**20)
             raise _fail(
@@ -289,8 +306,6 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
             )
 
 
-# What a small file costs at most besides its data (an inode, a directory entry): fsbench.metadata's space check.
-PER_FILE_OVERHEAD = 4096
 # mke2fs's bytes per inode (-i) by usage type (-T, /etc/mke2fs.conf as shipped), and for an image under 512 MiB
 # without -T (its "small" type).
 EXT_INODE_RATIO = {
@@ -303,11 +318,6 @@ EXT_INODE_RATIO = {
     "huge": 65536,
     "big": 32768,
 }
-
-
-def meta_space(meta: dict, streams: int) -> int:
-    """Bytes the metadata test's files take at most on one filesystem (fsbench.metadata.MetaJob.space_needed)."""
-    return streams * meta["files"] * (-(-meta["file_size"] // 4096) * 4096 + PER_FILE_OVERHEAD)
 
 
 def ext_inodes(mkfs: list[str], size: int) -> int:
@@ -346,183 +356,3 @@ def _nothing_to_measure(array: dict) -> str:
     if array["kind"] == "loop" and array["members"] > 1 and array["level"] is None:
         return "with several members and no md level, only filesystems that span devices (btrfs): add one, or set level"
     return "an array with something to measure: raw: true or a filesystem"
-
-
-def spans_members(array: dict) -> bool:
-    """Members used side by side by the filesystem itself (no md in between)."""
-    return array["kind"] == "loop" and array["members"] > 1 and array.get("level") is None
-
-
-# The host segment of a cell when the campaign names no hosts: wherever the job runs.
-LOCAL = "local"
-# The host segment of a path array's cells that every host runs at once (all_hosts: true).
-ALL_HOSTS = "all"
-
-
-def hosts(config: dict) -> list[str]:
-    return config["hosts"] or [LOCAL]
-
-
-def repeat_plan(io: dict) -> dict:
-    """{min, max, target_ci, decide}: every cell gets min repeats, adaptive ones up to max while their CI is wider
-    than target_ci (None: not asked) or, with decide, while a comparison they are part of is open."""
-    r = io["repeats"]
-    if isinstance(r, dict):
-        return {"min": r["min"], "max": r["max"], "target_ci": r.get("target_ci"), "decide": r["decide"]}
-    return {"min": r, "max": r, "target_ci": None, "decide": False}
-
-
-# How a cell's test is spelled in its path, e.g. seq-1MiB-buffered-1s, rand-4KiB-direct-1s-qd32 (the queue
-# depth only above 1, so that paths of depth-1 cells read as they always did); one regex reads it back.
-TEST_PATTERN = (
-    r"(?P<pattern>seq|randrw|rand|rw)-(?P<bs>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<io>buffered|direct)-(?P<streams>\d+)s"
-    r"(?:-qd(?P<iodepth>[1-9]\d*))?(?:-(?P<shared>shared))?"
-)
-TEST_RE = re.compile(TEST_PATTERN)
-
-
-@dataclass(frozen=True)
-class _Placed:
-    """Where a cell is measured. Its folder under runs/ (and state/, logs/) is host/array/target/test; the repeat
-    is below it."""
-
-    host: str
-    array: str
-    target: str
-
-    @property
-    def path(self) -> str:
-        return f"{self.host}/{self.array}/{self.target}/{self.test}"
-
-
-@dataclass(frozen=True)
-class Cell(_Placed):
-    """One measurement: a write and the read of what it wrote, on one host, array and target, in one repeat."""
-
-    pattern: str
-    block_size: int
-    direct: bool
-    streams: int
-    rep: int
-    iodepth: int = 1
-    shared_file: bool = False
-
-    @property
-    def test(self) -> str:
-        io = "direct" if self.direct else "buffered"
-        depth = f"-qd{self.iodepth}" if self.iodepth > 1 else ""
-        shared = "-shared" if self.shared_file else ""
-        return f"{self.pattern}-{format_size(self.block_size)}-{io}-{self.streams}s{depth}{shared}"
-
-    @classmethod
-    def from_wildcards(cls, host: str, array: str, target: str, test: str, rep) -> "Cell":
-        """The cell a job's wildcards name (rules/common.smk), the inverse of `path` and `rep`."""
-        m = TEST_RE.fullmatch(test)
-        if m is None:
-            raise ValueError(f"not a test: {test!r}; allowed: {TEST_PATTERN}")
-        return cls(
-            host,
-            array,
-            target,
-            m["pattern"],
-            parse_size(m["bs"]),
-            m["io"] == "direct",
-            int(m["streams"]),
-            int(rep),
-            int(m["iodepth"] or 1),
-            m["shared"] is not None,
-        )
-
-
-def targets(config: dict, array: str) -> list[str]:
-    """What is measured on an array, in order: the bare array first, then each filesystem.
-
-    A path array is measured as it is ('path'); members that a filesystem spans itself have no
-    single bare device, and only spanning filesystems can use them.
-    """
-    spec = config["arrays"][array]
-    if spec["kind"] == "path":
-        return ["path"]
-    if spans_members(spec):
-        return [name for name, fs in config["filesystems"].items() if fs["type"] in SPANNING]
-    return (["raw"] if config["raw"] else []) + list(config["filesystems"])
-
-
-def all_targets(config: dict) -> list[str]:
-    """Every target of any array, in the order they are measured."""
-    found = {t for array in config["arrays"] for t in targets(config, array)}
-    return [t for t in ["raw", *config["filesystems"], "path"] if t in found]
-
-
-# A metadata cell's test, e.g. meta-20000f-4KiB-10d-end-1s: files per stream, file size, dirs, fsync, streams.
-META_PATTERN = (
-    r"meta-(?P<files>[1-9]\d*)f-(?P<file_size>\d+(?:B|KiB|MiB|GiB|TiB|PiB))-(?P<dirs>[1-9]\d*)d-"
-    r"(?P<fsync>none|file|end)-(?P<streams>[1-9]\d*)s"
-)
-META_RE = re.compile(META_PATTERN)
-
-
-@dataclass(frozen=True)
-class MetaCell(_Placed):
-    """One metadata measurement (fsbench.metadata): create, stat, read and delete of many small files, on one
-    host, array and filesystem target (or path), in one repeat."""
-
-    files: int
-    file_size: int
-    dirs: int
-    fsync: str
-    streams: int
-    rep: int
-
-    @property
-    def test(self) -> str:
-        return f"meta-{self.files}f-{format_size(self.file_size)}-{self.dirs}d-{self.fsync}-{self.streams}s"
-
-    @classmethod
-    def from_wildcards(cls, host: str, array: str, target: str, test: str, rep) -> "MetaCell":
-        m = META_RE.fullmatch(test)
-        if m is None:
-            raise ValueError(f"not a metadata test: {test!r}; allowed: {META_PATTERN}")
-        size = parse_size(m["file_size"])
-        return cls(host, array, target, int(m["files"]), size, int(m["dirs"]), m["fsync"], int(m["streams"]), int(rep))
-
-
-def is_metadata(test: str) -> bool:
-    return test.startswith("meta-")
-
-
-def meta_tests(config: dict) -> list[tuple]:
-    """The metadata test's settings per stream count, as (files, file_size, dirs, fsync, streams); none without
-    a metadata block."""
-    meta = config["metadata"]
-    if meta is None:
-        return []
-    return [(meta["files"], meta["file_size"], meta["dirs"], meta["fsync"], s) for s in config["io"]["streams"]]
-
-
-def cells(config: dict):
-    """Every cell of the planned repeats (all of a fixed count, the minimum of an adaptive one): each host's,
-    then those that all hosts run at once (path arrays with all_hosts); then the metadata cells of every
-    filesystem target and path array (not raw: a bare device has no files), this host's only."""
-    io = config["io"]
-    where = [(h, a, t) for h in hosts(config) for a in config["arrays"] for t in targets(config, a)]
-    where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
-    for host, array, target in where:
-        for rep in range(1, repeat_plan(io)["min"] + 1):
-            for bs, pattern, direct, streams, iodepth, shared in tests(io):
-                yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth, shared)
-            if host != ALL_HOSTS and target != "raw":
-                for files, size, dirs, fsync, streams in meta_tests(config):
-                    yield MetaCell(host, array, target, files, size, dirs, fsync, streams, rep)
-
-
-def tests(io: dict) -> list[tuple]:
-    """Every combination of the io axes, as (block_size, pattern, direct, streams, iodepth, shared_file)."""
-    axes = ("block_sizes", "patterns", "direct", "streams", "iodepth", "shared_file")
-    return list(itertools.product(*(io[a] for a in axes)))
-
-
-def fingerprint(*parts) -> str:
-    """A short stable digest of settings, to tell whether a device holds what the config asks."""
-    blob = json.dumps(parts, sort_keys=True, default=str).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]

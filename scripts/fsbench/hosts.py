@@ -3,8 +3,8 @@
 import socket
 from pathlib import Path
 
-from .config import ALL_HOSTS, LOCAL, hosts
-from .devices import DeviceError
+from fsbench.cells import ALL_HOSTS, LOCAL, hosts
+from fsbench.storage.devices import DeviceError
 
 
 def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Path:

@@ -12,52 +12,45 @@ import shutil
 import socket
 from pathlib import Path
 
-from . import arrays, cache, devices, metadata, provenance, telemetry
-from .arrays import Target
-from .config import MIXED
-from .engines import run_engine, run_mixed
-from .job import Job, Stream
-from .latency import COLUMNS as LATENCY_COLUMNS
-from .records import COLUMNS, flags_for, rate
+from fsbench import provenance, timeseries
+from fsbench.cells import MIXED, CellSpec
+from fsbench.engines import metadata
+from fsbench.engines.job import Job, Stream
+from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
+from fsbench.engines.registry import run_engine, run_mixed
+from fsbench.rows import COLUMNS, flags_for, rate
+from fsbench.storage import arrays, cache, devices, telemetry
+from fsbench.storage.arrays import Target
 
 IDENTITY_BYTES = 4096  # the head of the data, hashed, to tell our data from anything else
 
 
-def measure_metadata(target: Target, cell: dict, workdir) -> dict:
-    """The metadata test (fsbench.metadata) in a folder of its own on the target; one row per phase."""
+def measure_metadata(target: Target, cell: CellSpec, workdir) -> dict:
+    """The metadata test (fsbench.engines.metadata) in a folder of its own on the target; one row per phase."""
     _ready_for_io(target, cell, workdir)
-    where = Path(target.array.path) if cell["target"] == "path" else Path(workdir) / "mnt"
-    root = where / f"fsbench-{cell['test']}-rep{cell['rep']}"
+    where = Path(target.array.path) if cell.target == "path" else Path(workdir) / "mnt"
+    root = where / f"fsbench-{cell.test}-rep{cell.rep}"
     shutil.rmtree(root, ignore_errors=True)  # what an interrupted run left
     root.mkdir()
     job = metadata.MetaJob(
-        str(root), cell["streams"], cell["files"], cell["file_size"], cell["dirs"], cell["fsync"], cell["data"]
+        root=str(root),
+        streams=cell.streams,
+        files=cell.files,
+        file_size=cell.file_size,
+        dirs=cell.dirs,
+        fsync=cell.fsync,
+        data=cell.data,
     )
     # stat and read must find inodes and dentries cold too: only dropping the kernel's caches (or a remount)
     # does that; fadvise and O_DIRECT reach file data only.
-    method = "remount" if cell["cache"] == "remount" and target.mount else "drop"
+    method = "remount" if cell.cache == "remount" and target.mount else "drop"
     try:
         found = metadata.run(job, lambda: make_cold(Job((), 1, 1), method, target, workdir))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     rows = []
     for phase, figure in found["phases"].items():
-        row = {k: cell.get(k, "") for k in COLUMNS} | {
-            "workload": "metadata",
-            "op": phase,
-            "host": socket.gethostname(),
-            "bytes": figure["bytes"],
-            "seconds": figure["seconds"],
-            "mb_s": rate(figure["bytes"], figure["seconds"]),
-            "seconds_durable": figure["seconds_durable"],
-            "mb_s_durable": rate(figure["bytes"], figure["seconds_durable"]),
-            "cached_before": float("nan"),
-            "started_at": figure["started_at"],
-            "ops": figure["ops"],
-            "iops": figure["ops"] / figure["seconds"] if figure["seconds"] > 0 else float("nan"),
-            **{k: figure[k] for k in LATENCY_COLUMNS},
-            **dict.fromkeys(["cpu_s_per_gb", "device_bytes", "write_amplification"], float("nan")),
-        }
+        row = _row(cell, phase, figure, target, workload="metadata")
         row["flags"] = flags_for(row, figure["bytes"])
         rows.append(row)
     return {
@@ -66,66 +59,66 @@ def measure_metadata(target: Target, cell: dict, workdir) -> dict:
         "command": job.describe(),
         "streams": {phase: figure["streams"] for phase, figure in found["phases"].items()},
         "cold": found["cold"],
-        "cell": cell,
+        "cell": cell.as_record(),
         "setup": target.as_record(),
         "machine": provenance.machine(),
     }
 
 
-def job_for(target: Target, cell: dict, workdir, op: str, written: list[int] = ()) -> Job:
+def job_for(target: Target, cell: CellSpec, workdir, op: str, written: list[int] = ()) -> Job:
     """The cell as an engine job: the bare device split into one region per stream, or one file per stream;
     with shared_file, one file (or the device from its start) that every stream moves its own blocks of.
     Time-based (runtime): the write (or a mixed cell's mix) runs for it, and the read covers `written`, the
     bytes each stream's write moved."""
-    size, n, shared = cell["size"], cell["streams"], cell.get("shared_file", False)
+    size, n, shared = cell.size, cell.streams, bool(cell.shared_file)
     # An all-hosts cell's file is shared by every host's streams: this host's take the slots from slot_base.
-    base = cell.get("slot_base", 0)
-    if cell["target"] == "raw":
+    base = cell.slot_base or 0
+    if cell.target == "raw":
         dev = target.array.devices[0]
         streams = tuple(Stream(dev, 0, True, i) if shared else Stream(dev, i * size, True) for i in range(n))
     else:
-        where = Path(target.array.path) if cell["target"] == "path" else Path(workdir) / "mnt"
-        name = f"fsbench-{cell['test']}-rep{cell['rep']}"
+        where = Path(target.array.path) if cell.target == "path" else Path(workdir) / "mnt"
+        name = f"fsbench-{cell.test}-rep{cell.rep}"
         shared_path = str(where / f"{name}-shared.dat")
         streams = tuple(
             Stream(shared_path, 0, False, base + i) if shared else Stream(str(where / f"{name}-{i}.dat"))
             for i in range(n)
         )
-    direct = cell["direct"] or (op == "read" and cell["cache"] == "direct")
-    seed = int(hashlib.sha256(f"{cell['test']}/{cell['rep']}".encode()).hexdigest()[:8], 16)
+    direct = cell.direct or (op == "read" and cell.cache == "direct")
+    seed = int(hashlib.sha256(f"{cell.test}/{cell.rep}".encode()).hexdigest()[:8], 16)
     # A mixed cell's write lays its files down in order; its read step runs the mix, at random for randrw.
-    pattern = cell["pattern"]
+    pattern = cell.pattern
     mixed = pattern in MIXED
     if mixed:
         pattern = "seq" if op == "write" or pattern == "rw" else "rand"
     # The time bounds the measured write, or a mix (not a mix's layout); a read after it covers what it wrote.
-    timed = cell.get("runtime", 0.0) if (op == "write") != mixed else 0.0
-    counts = tuple(b // cell["block_size"] for b in written) if cell.get("runtime") and not mixed else ()
+    timed = (cell.runtime or 0.0) if (op == "write") != mixed else 0.0
+    counts = tuple(b // cell.block_size for b in written) if cell.runtime and not mixed else ()
     return Job(
-        streams,
-        size,
-        cell["block_size"],
-        pattern,
-        direct,
-        cell["data"],
-        seed,
-        cell.get("iodepth", 1),
-        cell.get("slots", n) if shared else 1,
-        timed,
-        counts,
+        streams=streams,
+        size=size,
+        block_size=cell.block_size,
+        pattern=pattern,
+        direct=direct,
+        data=cell.data,
+        seed=seed,
+        iodepth=cell.iodepth or 1,
+        slots=(cell.slots or n) if shared else 1,
+        runtime=timed,
+        counts=counts,
     )
 
 
-def _ready_for_io(target: Target, cell: dict, workdir) -> None:
+def _ready_for_io(target: Target, cell: CellSpec, workdir) -> None:
     """Fail fast unless the array is in the state this cell needs: raw unmounted, or our filesystem mounted."""
-    if cell["target"] == "path":
+    if cell.target == "path":
         if not os.path.isdir(target.array.path):
             raise devices.DeviceError(f"{target.array.path} is gone")
         return
     dev = target.array.devices[0]
     mnt = Path(workdir) / "mnt"
     current = devices.mount_at(mnt)
-    if cell["target"] == "raw":
+    if cell.target == "raw":
         if current:
             devices.unmount(mnt)
         arrays.check_writable(target.array, workdir)
@@ -133,7 +126,7 @@ def _ready_for_io(target: Target, cell: dict, workdir) -> None:
     uuid = target.filesystem.uuid
     if current is None or current.source != dev or devices.probe(dev)["uuid"] != uuid:
         raise devices.DeviceError(
-            f"{mnt} no longer holds filesystem '{cell['target']}' ({uuid}) from {dev}; "
+            f"{mnt} no longer holds filesystem '{cell.target}' ({uuid}) from {dev}; "
             "another step changed the device in between"
         )
 
@@ -165,10 +158,41 @@ def _members(target: Target) -> list[str]:
     return list(target.array.members)
 
 
-def _row(cell: dict, op: str, result: dict) -> dict:
-    row = {k: cell.get(k, "") for k in COLUMNS}
+def series_of(cell: CellSpec, result: dict) -> dict:
+    """The measurement's time series at the cell's io.log_interval, judged with its io.drop and io.steady."""
+    steady = cell.steady if cell.runtime else None  # the steady-state test is for time-based runs
+    return judged_series(result, cell.log_interval, cell.drop, steady)
+
+
+def judged_series(result: dict, log_interval=None, drop=None, steady=None) -> dict:
+    """An engine's recorded series as the record keeps it (timeseries.series at log_interval, default 1 s), with
+    what it says about the figure (`judged`: the drop found, and the steady-state test where `steady` asks)."""
+    recorded = result.get("recorded_series") or {}
+    ts = timeseries.series(recorded, result["seconds"], log_interval or timeseries.LOG_INTERVAL)
+    if ts:
+        ts["judged"] = timeseries.judge(ts, drop or timeseries.DROP_SHARE, steady)
+    return ts
+
+
+def series_flags(ts: dict) -> list[str]:
+    """drop and not-steady, from the series' judgement."""
+    judged = ts.get("judged", {})
+    found = ["drop"] if judged.get("drop") else []
+    if "steady" in judged and not judged["steady"]["steady"]:
+        found.append("not-steady")
+    return found
+
+
+def _with_flags(flags: str, more: list[str]) -> str:
+    return ";".join([f for f in flags.split(";") if f] + more)
+
+
+def _row(cell: CellSpec, op: str, result: dict, target: Target, workload: str = "io") -> dict:
+    """One row of measurements.csv: the cell's columns, and the figure an engine (or the metadata test) gave."""
+    settings = cell.as_record()
+    row = {k: settings.get(k, "") for k in COLUMNS}
     row.update(
-        workload=cell.get("workload", "io"),
+        workload=workload,
         op=op,
         host=socket.gethostname(),
         bytes=result["bytes"],
@@ -183,17 +207,22 @@ def _row(cell: dict, op: str, result: dict) -> dict:
         **{k: result[k] for k in LATENCY_COLUMNS},
         **{k: result.get(k, float("nan")) for k in ("cpu_s_per_gb", "device_bytes", "write_amplification")},
     )
-    row["flags"] = flags_for(row, result.get("expected_bytes", cell["size"] * cell["streams"]), result["streams"])
+    if cell.target == "path":  # the filesystem the path lies on, as found (every row of the folder alike)
+        row["fs_type"] = target.array.fs_type
     return row
 
 
-def measurement_record(cell: dict, op: str, result: dict, target: Target, **extra) -> dict:
-    row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
+def measurement_record(cell: CellSpec, op: str, result: dict, target: Target, **extra) -> dict:
+    row = _row(cell, op, result, target)
+    row["flags"] = flags_for(row, result.get("expected_bytes", cell.size * cell.streams), result["streams"])
+    ts = extra.pop("timeseries", None) or series_of(cell, result)
+    row["flags"] = _with_flags(row["flags"], series_flags(ts))
     return {
         "row": row,
+        "timeseries": ts,
         "command": result["command"],
         "streams": result["streams"],
-        "cell": cell,
+        "cell": cell.as_record(),
         "setup": target.as_record(),
         "machine": provenance.machine(),
         **extra,
@@ -206,12 +235,12 @@ def free_bytes(path) -> int:
     return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
 
-def measure_write(target: Target, cell: dict, workdir) -> dict:
+def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
     """Write the cell's data (timing the flush too) and record how to recognise it again."""
     _ready_for_io(target, cell, workdir)
     job = job_for(target, cell, workdir, "write")
     files = list(dict.fromkeys(s.path for s in job.streams if not s.device))
-    for path in files if "shared_dir" not in cell else []:  # shared by hosts: made empty for them all
+    for path in files if not cell.shared_by_hosts else []:  # shared by hosts: made empty for them all
         Path(path).unlink(missing_ok=True)
     need = job.size * job.slots * len(files)
     where = Path(job.streams[0].path).parent
@@ -220,12 +249,12 @@ def measure_write(target: Target, cell: dict, workdir) -> dict:
     free = free_bytes(where) if files else 0
     if need > free:
         raise devices.DeviceError(
-            f"not enough space on {cell['target']}: the write needs {need} bytes, {free} bytes are free "
+            f"not enough space on {cell.target}: the write needs {need} bytes, {free} bytes are free "
             f"at {where}; make more room or io.size smaller"
         )
     try:
         with telemetry.measured("write", _members(target)) as found:
-            result = run_engine(cell["engine"], "write", job)
+            result = run_engine(cell.engine, "write", job)
         if job.runtime:
             result["expected_bytes"] = None  # as much as the time allowed, up to io.size
         result |= telemetry.columns("write", result["bytes"], found)
@@ -234,7 +263,7 @@ def measure_write(target: Target, cell: dict, workdir) -> dict:
             Path(path).unlink(missing_ok=True)  # a partial file must not pass for data, nor fill the disk
         if "No space left on device" in str(e) or getattr(e, "errno", None) == errno.ENOSPC:
             raise devices.DeviceError(
-                f"ran out of space writing {need} bytes to {cell['target']} ({free} bytes were free): {e}"
+                f"ran out of space writing {need} bytes to {cell.target} ({free} bytes were free): {e}"
             ) from None
         raise
     identity = []
@@ -251,7 +280,7 @@ def measure_write(target: Target, cell: dict, workdir) -> dict:
             }
         )
     record = measurement_record(cell, "write", result, target, identity=identity)
-    if cell["pattern"] in MIXED:  # the layout of a mix, not a measurement: the read step's mix gives its rows
+    if cell.pattern in MIXED:  # the layout of a mix, not a measurement: the read step's mix gives its rows
         record |= {"rows": [], "layout": True}
     return record
 
@@ -276,49 +305,54 @@ def make_cold(job: Job, method: str, target: Target, workdir) -> str:
     return "O_DIRECT read (no cache drop)"
 
 
-def measure_read(write_record: dict, cell: dict, workdir) -> dict:
+def measure_read(write_record: dict, cell: CellSpec, workdir) -> dict:
     """Read back exactly what the write made, from a cache emptied and then measured."""
     target = Target.from_record(write_record["setup"])
     _ready_for_io(target, cell, workdir)
     job = job_for(target, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)
-    how = make_cold(job, cell["cache"], target, workdir)
+    how = make_cold(job, cell.cache, target, workdir)
     for stream, ident in zip(job.streams, write_record["identity"], strict=True):
         _check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
     cached = [cache.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
-    if cell["pattern"] in MIXED:
+    if cell.pattern in MIXED:
         return _measure_mix(job, cell, target, how, cached)
     with telemetry.measured("read", _members(target)) as found:
-        result = run_engine(cell["engine"], "read", job) | {"cached_before": sum(cached) / len(cached)}
+        result = run_engine(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
     if job.counts:  # what the time-based write moved
         result["expected_bytes"] = sum(job.counts) * job.block_size
     result |= telemetry.columns("read", result["bytes"], found)
-    for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
+    for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
     return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached)
 
 
-def _measure_mix(job: Job, cell: dict, target: Target, how: str, cached: list) -> dict:
+def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: list) -> dict:
     """A mixed cell's measurement, on the files its write laid down and from a cold cache: two rows, op read
     and op write, of the same run."""
     members = _members(target)
     with telemetry.measured("read", members) as reads, telemetry.measured("write", members) as writes:
-        found = run_mixed(cell["engine"], job, cell["rwmix_read"])
+        found = run_mixed(cell.engine, job, cell.rwmix_read)
     total = found["read"]["bytes"] + found["write"]["bytes"]
-    rows = []
+    rows, series = [], {}
     for op, seen in (("read", reads), ("write", writes)):
         result = (
             found[op] | {"cached_before": sum(cached) / len(cached)} | telemetry.columns(op, found[op]["bytes"], seen)
         )
         result["cpu_s_per_gb"] = seen["cpu_seconds"] / (total / 1e9) if total else float("nan")  # one run's CPU
-        row = _row(cell, op, result) | ({"fs_type": target.array.fs_type} if cell["target"] == "path" else {})
-        row["flags"] = flags_for(row, row["bytes"])  # a mix moves its share of the cell's bytes each way
+        row = _row(cell, op, result, target)
+        series[op] = series_of(cell, result)
+        # a mix moves its share of the cell's bytes each way
+        row["flags"] = _with_flags(flags_for(row, row["bytes"]), series_flags(series[op]))
         rows.append(row)
-    for path in dict.fromkeys(s.path for s in job.streams if not s.device and "shared_dir" not in cell):
+    for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)
-    record = measurement_record(cell, "read", found["read"], target, cache_method=how, cached_before_per_stream=cached)
-    return record | {"row": rows[0], "rows": rows, "mix": {"rwmix_read": cell["rwmix_read"], "write": found["write"]}}
+    more = {"cache_method": how, "cached_before_per_stream": cached, "timeseries": series["read"]}
+    record = measurement_record(cell, "read", found["read"], target, **more)
+    write = {k: v for k, v in found["write"].items() if k != "recorded_series"}
+    mix = {"rwmix_read": cell.rwmix_read, "write": write | {"timeseries": series["write"]}}
+    return record | {"row": rows[0], "rows": rows, "mix": mix}
 
 
 def _check_identity(stream: Stream, ident: dict) -> None:

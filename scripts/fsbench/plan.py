@@ -10,7 +10,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from .config import (
+from fsbench.cells import (
     ALL_HOSTS,
     LOCAL,
     META_PATTERN,
@@ -27,12 +27,8 @@ from .config import (
     targets,
     tests,
 )
-from .hosts import array_dir
-
-# A cell's device steps leave a state file each (temp in Snakemake: gone once the next step has run). The
-# step after it needs that file, so Snakemake reruns a step whose successor must run: a write is always
-# preceded, in the same run, by the mount and mkfs it writes on. Releasing the storage deletes them.
-STATE_STEPS = ("mkfs", "mount", "write")
+from fsbench.engines.capabilities import method_params
+from fsbench.hosts import array_dir
 
 # The wildcards of the rules, as regexes: what a path segment may be.
 WILDCARDS = {
@@ -51,13 +47,6 @@ def forget_device_state(results) -> list[str]:
     for path in gone:
         path.unlink(missing_ok=True)
     return [str(p) for p in gone]
-
-
-def describe(cell: dict, step: str) -> str:
-    """How a step's message names its cell: 'mkfs of demo/ext4/seq-1MiB-buffered-1s rep 1'."""
-    where = f"{cell['array']}/{cell['target']}/{cell['test']}"
-    host = "" if cell["host"] == LOCAL else f" on {cell['host']}"
-    return f"{step} of {where} rep {cell['rep']}{host}"
 
 
 class Plan:
@@ -99,11 +88,15 @@ class Plan:
             **({"rwmix_read": self.io["rwmix_read"]} if cell.pattern in MIXED else {}),
             # Time-based runs only (io.runtime, seconds): size-based cells keep the params they had.
             **({"runtime": self.io["runtime"]} if "runtime" in self.io else {}),
+            # The time series' interval and what judges it, likewise only where the campaign sets them.
+            **{key: self.io[key] for key in ("log_interval", "drop", "steady") if key in self.io},
             "rep": cell.rep,
             "test": test,
             "size": self.io["size"],
             "data": self.io["data"],
             "engine": self.io["engine"],
+            # A deliberate change of how the engine measures (capabilities.ENGINES[...].method) re-measures.
+            **method_params(self.io["engine"]),
             "cache": self.io["cache"],
             **self._storage(host, array, target),
         }
@@ -122,6 +115,7 @@ class Plan:
             "test": test,
             "data": self.io["data"],
             "engine": "python",
+            **method_params("metadata"),
             "cache": self.io["cache"],
             **self._storage(host, array, target),
         }
@@ -157,7 +151,7 @@ class Plan:
 
     @functools.cache  # noqa: B019
     def partners(self, host: str, array: str, target: str, test: str) -> list[tuple[str, str]]:
-        """The (target, test) of every cell a cell is compared with (fsbench.compare.comparisons): each other target
+        """The (target, test) of every cell a cell is compared with (compare.comparisons): each other target
         on its array with the same test, and its own target at the next smaller and the next larger block size."""
         cell = Cell.from_wildcards(host, array, target, test, 1)
         found = [(t, test) for t in targets(self.campaign, array) if t != target]

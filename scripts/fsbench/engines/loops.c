@@ -1,0 +1,316 @@
+/* The python engine's I/O loop: every read and write of a measurement, timed and counted, in C.
+
+   Python sets a stream up (its file, offsets, buffers, io_uring ring, histograms) and reads the results;
+   this moves the blocks. Written in C because Python's own work per call (~1-4 us: the loop, the clock,
+   the histogram, a write's stamps) cost up to 20 % against fio at 4 KiB and 64 KiB here
+   (docs/bench-engines.md); the calls are the same ones fio makes: pread/pwrite at depth 1, io_uring
+   IORING_OP_READ/WRITE deeper. Built once by fsbench.engines.loops with the system's C compiler, called through
+   ctypes (which releases the GIL, so streams in threads run in parallel).
+
+   Latency: one clock read (CLOCK_MONOTONIC, as Python's perf_counter_ns) per call at depth 1, whose value
+   ends this call's latency and starts the next one's; per reaped batch with io_uring, a latency running
+   from the clock read of the batch that queued the I/O to the one after the wait that reaped it. Buckets
+   as latency.bucket() (fsbench.engines.loops checks SUB_BITS agrees; tests compare the two).
+
+   Time series: bytes and operations completed per bin of series_ns, counted at the clock read that ends each
+   call's latency (no extra clock read, one comparison per call while within a bin). When the bins run out,
+   every ten are summed into one and the bin grows tenfold, so any run fits in series_len bins. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/io_uring.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SUB_BITS 5
+#define SUB (1 << SUB_BITS)
+
+/* What to do. fsbench.engines.loops.IO mirrors it field for field. */
+struct fsb_io {
+    const int64_t *offsets; /* byte offset of each operation, in order */
+    const uint8_t *reads;   /* per operation 1 read, 0 write; NULL: every operation is `read_all` */
+    char *read_buffers;     /* `depth` blocks: lane l reads into block l */
+    char *write_buffers;    /* lane l writes offset o from block l + depth * (o / block_size % write_turns) */
+    uint64_t *counts[2];    /* latency histograms (latency.Histogram.counts): [0] writes, [1] reads */
+    volatile int64_t *done; /* bytes moved so far, for the progress reporter */
+    int64_t *series[2][2];  /* [kind][0] bytes, [kind][1] operations completed per bin (kind 0 writes, 1 reads) */
+    int64_t series_len;     /* bins in each (a multiple of 10); 0: no series */
+    int64_t series_ns;      /* the first bin's width */
+    int64_t count;          /* operations in one pass */
+    int64_t block_size;
+    int64_t write_turns;
+    int64_t stamp_every;    /* 0: write the buffers as they are; else every stamp_every bytes of a written
+                               block start with its offset (no two blocks alike, as fio's scramble_buffers) */
+    int64_t deadline_ns;    /* queue nothing after this (CLOCK_MONOTONIC ns) */
+    int64_t clock_step_ns;  /* 0: the clock is CLOCK_MONOTONIC; else one that starts at 0 and advances this much
+                               at every read (tests hold a time-based run to an exact count of calls with it) */
+    int32_t fd;
+    int32_t depth;          /* I/Os in flight: 1 = pread/pwrite one at a time, more = through the ring below */
+    int32_t read_all;
+    int32_t strict;         /* a short transfer is an error; else a read may end short (end of file) */
+    int32_t repeat;         /* pass over the operations again and again until the deadline */
+    int32_t ring_fd;        /* io_uring (depth > 1): the ring fsbench.engines.uring.Ring set up, at least depth SQEs */
+    uint32_t *sq_head, *sq_tail, *sq_mask, *sq_array;
+    struct io_uring_sqe *sqes;
+    uint32_t *cq_head, *cq_tail, *cq_mask;
+    struct io_uring_cqe *cqes;
+};
+
+/* What happened. fsbench.engines.loops.Out mirrors it. */
+struct fsb_out {
+    int64_t ops[2], total_ns[2], longest_ns[2], moved[2]; /* [0] writes, [1] reads */
+    int64_t error_offset;  /* where the failing operation was */
+    int64_t short_result;  /* strict: what a short transfer moved */
+    int32_t error;         /* errno of the failing call (0: none; EIO for a short transfer when strict) */
+    int32_t error_read;    /* the failing operation was a read */
+    int32_t enter_failed;  /* io_uring_enter itself failed: I/O may still be in flight */
+    int64_t series_ns;     /* the bins' final width (series_ns × 10^k) */
+    int64_t series_used;   /* bins up to the last one holding anything */
+};
+
+/* Where the series is: its start, the current bin and where that bin ends. */
+struct tally {
+    int64_t t0, bin, edge;
+};
+
+/* Sum every ten bins into one, ten times as wide. */
+static void fold(const struct fsb_io *io, struct fsb_out *o) {
+    for (int r = 0; r < 2; r++)
+        for (int k = 0; k < 2; k++) {
+            int64_t *v = io->series[r][k];
+            for (int64_t i = 0; i < io->series_len / 10; i++) {
+                int64_t sum = 0;
+                for (int j = 0; j < 10; j++)
+                    sum += v[10 * i + j];
+                v[i] = sum;
+            }
+            memset(v + io->series_len / 10, 0, (io->series_len - io->series_len / 10) * sizeof *v);
+        }
+    o->series_ns *= 10;
+    o->series_used = (o->series_used + 9) / 10;
+}
+
+static inline void tally(const struct fsb_io *io, struct fsb_out *o, struct tally *t, int r, int64_t now,
+                         int64_t got) {
+    if (!io->series_len)
+        return;
+    if (now > t->edge) { /* bin i holds what ended in (t0 + i step, t0 + (i + 1) step] */
+        t->bin = (now - t->t0 - 1) / o->series_ns;
+        while (t->bin >= io->series_len) {
+            fold(io, o);
+            t->bin = (now - t->t0 - 1) / o->series_ns;
+        }
+        t->edge = t->t0 + (t->bin + 1) * o->series_ns;
+        if (t->bin >= o->series_used)
+            o->series_used = t->bin + 1;
+    }
+    io->series[r][0][t->bin] += got;
+    io->series[r][1][t->bin]++;
+}
+
+static inline int64_t now_ns(const struct fsb_io *io, int64_t *stepped) {
+    if (io->clock_step_ns)
+        return *stepped += io->clock_step_ns;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static inline void record(struct fsb_out *o, const struct fsb_io *io, int r, int64_t d) {
+    int64_t b = d < 0 ? 0 : d;
+    if (d >= SUB) {
+        int shift = 63 - __builtin_clzll((uint64_t)d) - SUB_BITS; /* bit_length - SUB_BITS - 1 */
+        b = ((int64_t)(shift + 1) << SUB_BITS) + (d >> shift) - SUB;
+    }
+    io->counts[r][b]++;
+    o->ops[r]++;
+    o->total_ns[r] += d;
+    if (d > o->longest_ns[r])
+        o->longest_ns[r] = d;
+}
+
+static inline char *write_block(const struct fsb_io *io, int64_t lane, int64_t off) {
+    int64_t bs = io->block_size;
+    char *block = io->write_buffers + (lane + io->depth * (off / bs % io->write_turns)) * bs;
+    for (int64_t j = 0; io->stamp_every && j < bs; j += io->stamp_every)
+        memcpy(block + j, &off, sizeof off);
+    return block;
+}
+
+static int fail(struct fsb_out *o, int err, int64_t off, int r) {
+    o->error = err;
+    o->error_offset = off;
+    o->error_read = r;
+    return -1;
+}
+
+static int sync_loop(const struct fsb_io *io, struct fsb_out *o) {
+    int64_t bs = io->block_size, stepped = 0, last = now_ns(io, &stepped);
+    struct tally t = {last, 0, last + o->series_ns};
+    o->series_used = io->series_len ? 1 : 0;
+    do {
+        for (int64_t i = 0; i < io->count; i++) {
+            int64_t off = io->offsets[i];
+            int r = io->reads ? io->reads[i] : io->read_all;
+            ssize_t got = 0;
+            if (r) {
+                do
+                    got = pread(io->fd, io->read_buffers, bs, off);
+                while (got < 0 && errno == EINTR);
+                if (got < 0)
+                    return fail(o, errno, off, r);
+                if (got < bs && io->strict) {
+                    o->short_result = got;
+                    return fail(o, EIO, off, r);
+                }
+                if (!got)
+                    return 0; /* end of file: nothing more to read */
+            } else {
+                char *block = write_block(io, 0, off);
+                while (got < bs) { /* a short write: finish the block, or fail on a full disk */
+                    ssize_t n = pwrite(io->fd, block + got, bs - got, off + got);
+                    if (n < 0 && errno == EINTR)
+                        continue;
+                    if (n <= 0)
+                        return fail(o, n < 0 ? errno : ENOSPC, off, r);
+                    got += n;
+                }
+            }
+            int64_t now = now_ns(io, &stepped);
+            record(o, io, r, now - last);
+            last = now;
+            o->moved[r] += got;
+            tally(io, o, &t, r, now, got);
+            *io->done += got;
+            if (now >= io->deadline_ns)
+                return 0;
+        }
+    } while (io->repeat && io->count);
+    return 0;
+}
+
+/* Publish the queued SQEs and wait for at least one completion. */
+static int submit_and_wait(const struct fsb_io *io, uint32_t tail, uint32_t *submitted) {
+    __atomic_store_n(io->sq_tail, tail, __ATOMIC_RELEASE); /* after the SQEs were written */
+    for (;;) {
+        uint32_t to_submit = tail - *submitted;
+        int ret = syscall(__NR_io_uring_enter, io->ring_fd, to_submit, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+        if (ret < 0 && errno != EINTR)
+            return errno;
+        if (ret > 0)
+            *submitted += ret;
+        else if (ret == 0 && to_submit)
+            return EAGAIN; /* the kernel took none of them */
+        /* a call that submitted returns the count even when a signal cut its wait short: look at the CQ */
+        if (*submitted == tail && __atomic_load_n(io->cq_tail, __ATOMIC_ACQUIRE) != *io->cq_head)
+            return 0;
+    }
+}
+
+/* One lane's I/O in flight: what was queued, where, and when. */
+struct lane {
+    int64_t queued_at, off, done; /* done: bytes of a write the kernel took short so far */
+    int read;
+};
+
+/* Queue operation k of the sequence through SQE `lane` (one SQE per lane, filled whole each time). */
+static inline void queue(const struct fsb_io *io, struct lane *lanes, int64_t lane, int64_t k, int64_t now,
+                         uint32_t *tail) {
+    int64_t idx = k % io->count, off = io->offsets[idx], bs = io->block_size;
+    int r = io->reads ? io->reads[idx] : io->read_all;
+    struct io_uring_sqe *sqe = &io->sqes[lane];
+    memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = r ? IORING_OP_READ : IORING_OP_WRITE;
+    sqe->fd = io->fd;
+    sqe->addr = (uint64_t)(uintptr_t)(r ? io->read_buffers + lane * bs : write_block(io, lane, off));
+    sqe->len = (uint32_t)bs;
+    sqe->off = (uint64_t)off;
+    sqe->user_data = (uint64_t)lane;
+    io->sq_array[*tail & *io->sq_mask] = (uint32_t)lane;
+    ++*tail;
+    lanes[lane] = (struct lane){now, off, 0, r};
+}
+
+static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
+    int64_t bs = io->block_size, n = io->count, k = 0, in_flight = 0, moved = 0;
+    struct lane *lanes = calloc(io->depth, sizeof *lanes);
+    if (!lanes)
+        return fail(o, ENOMEM, 0, 0);
+    uint32_t tail = *io->sq_tail, submitted = tail, head = *io->cq_head, cq_mask = *io->cq_mask;
+    int64_t stepped = 0, now = now_ns(io, &stepped);
+    struct tally t = {now, 0, now + o->series_ns};
+    o->series_used = io->series_len ? 1 : 0;
+    int open = n > 0; /* more operations may be queued */
+    for (int64_t lane = 0; lane < io->depth && (io->repeat ? n > 0 : k < n); lane++, k++, in_flight++)
+        queue(io, lanes, lane, k, now, &tail);
+    while (in_flight) {
+        int err = submit_and_wait(io, tail, &submitted);
+        if (err) {
+            fail(o, err, 0, 0);
+            o->enter_failed = 1;
+            break;
+        }
+        now = now_ns(io, &stepped);
+        if (now >= io->deadline_ns) /* time-based: queue no more, let what is in flight complete */
+            open = 0;
+        uint32_t cq_tail = __atomic_load_n(io->cq_tail, __ATOMIC_ACQUIRE);
+        for (; head != cq_tail; head++) {
+            struct io_uring_cqe *cqe = &io->cqes[head & cq_mask];
+            int64_t lane = (int64_t)cqe->user_data, res = cqe->res;
+            int r = lanes[lane].read;
+            int64_t want = bs - lanes[lane].done;
+            in_flight--;
+            if (!r && res > 0 && res < want) { /* a short write: finish the block, as at depth 1 */
+                struct io_uring_sqe *sqe = &io->sqes[lane];
+                lanes[lane].done += res;
+                sqe->addr += (uint64_t)res;
+                sqe->len -= (uint32_t)res;
+                sqe->off += (uint64_t)res;
+                io->sq_array[tail & *io->sq_mask] = (uint32_t)lane;
+                tail++;
+                in_flight++;
+                continue;
+            }
+            if (res < 0 || (res < want && (io->strict || !r))) {
+                /* the first failure is the one to tell; what is in flight completes before returning */
+                if (!o->error) {
+                    if (res >= 0)
+                        o->short_result = res;
+                    fail(o, res < 0 ? (int)-res : io->strict ? EIO : ENOSPC, lanes[lane].off, r);
+                }
+                open = 0;
+                continue;
+            }
+            if (res) { /* a read past the end moves nothing: no operation (as at depth 1) */
+                record(o, io, r, now - lanes[lane].queued_at);
+                o->moved[r] += lanes[lane].done + res;
+                tally(io, o, &t, r, now, lanes[lane].done + res);
+                moved += lanes[lane].done + res;
+            }
+            if (open && (io->repeat || k < n)) { /* the lane takes the next operation of the sequence */
+                queue(io, lanes, lane, k++, now, &tail);
+                in_flight++;
+            }
+        }
+        __atomic_store_n(io->cq_head, head, __ATOMIC_RELEASE); /* release the CQEs only after they were read */
+        *io->done = moved;
+    }
+    free(lanes);
+    return o->error ? -1 : 0;
+}
+
+/* The structs' sizes, which fsbench.engines.loops checks its ctypes mirrors against when it loads the library. */
+int64_t fsb_sizeof_io(void) { return (int64_t)sizeof(struct fsb_io); }
+int64_t fsb_sizeof_out(void) { return (int64_t)sizeof(struct fsb_out); }
+
+int fsb_run(const struct fsb_io *io, struct fsb_out *o) {
+    memset(o, 0, sizeof *o);
+    o->short_result = -1;
+    o->series_ns = io->series_ns > 0 ? io->series_ns : 1;
+    return io->depth > 1 ? ring_loop(io, o) : sync_loop(io, o);
+}
+
+int fsb_sub_bits(void) { return SUB_BITS; }

@@ -1,0 +1,176 @@
+"""The python engine's I/O loop (loops.c): built once with the system's C compiler, run through ctypes.
+
+run(io) moves a stream's blocks as `IO` says and returns `Out`: operations, bytes, latency sums per kind (the
+histograms it fills are latency.Histogram counters), and the width of the time series' bins it filled
+(`Series`). `make setup` builds the library into _build/ beside this
+file; where it has not, the first measurement builds it into a cache folder outside the source tree (the source
+may be read-only, e.g. installed on a cluster), $FSBENCH_CACHE or ~/.cache/fsbench. Either is named by a hash of
+the source, so a changed loops.c is rebuilt, and parallel builds (Snakemake jobs, Slurm nodes on a shared
+filesystem) each write their own file and rename it into place. Warnings do not fail a build (a newer compiler's
+new warning must not stop a measurement); the test suite builds it with -Werror.
+"""
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from fsbench.engines.latency import SUB_BITS
+
+SOURCE = Path(__file__).with_name("loops.c")
+BUILD = Path(__file__).with_name("_build")  # make setup's
+CFLAGS = ["-O2", "-Wall", "-Wextra", "-shared", "-fPIC"]
+
+
+def cache_dir() -> Path:
+    """Where a first measurement builds the library when make setup has not."""
+    return Path(os.environ.get("FSBENCH_CACHE") or Path.home() / ".cache" / "fsbench")
+
+
+# Tests only: when set, the loop's clock starts at 0 and advances this many ns at every read (not the real
+# clock), so a time-based run ends after an exact number of calls.
+CLOCK_STEP_NS = 0
+
+
+class IO(ctypes.Structure):
+    """struct fsb_io of loops.c: what to do."""
+
+    _p = ctypes.c_void_p
+    _fields_ = [
+        ("offsets", _p),
+        ("reads", _p),
+        ("read_buffers", _p),
+        ("write_buffers", _p),
+        ("counts", _p * 2),
+        ("done", _p),
+        ("series", _p * 4),  # [kind][bytes, ops]: writes' bytes, writes' ops, reads' bytes, reads' ops
+        ("series_len", ctypes.c_int64),
+        ("series_ns", ctypes.c_int64),
+        ("count", ctypes.c_int64),
+        ("block_size", ctypes.c_int64),
+        ("write_turns", ctypes.c_int64),
+        ("stamp_every", ctypes.c_int64),
+        ("deadline_ns", ctypes.c_int64),
+        ("clock_step_ns", ctypes.c_int64),
+        ("fd", ctypes.c_int32),
+        ("depth", ctypes.c_int32),
+        ("read_all", ctypes.c_int32),
+        ("strict", ctypes.c_int32),
+        ("repeat", ctypes.c_int32),
+        ("ring_fd", ctypes.c_int32),
+        ("sq_head", _p),
+        ("sq_tail", _p),
+        ("sq_mask", _p),
+        ("sq_array", _p),
+        ("sqes", _p),
+        ("cq_head", _p),
+        ("cq_tail", _p),
+        ("cq_mask", _p),
+        ("cqes", _p),
+    ]
+
+
+class Out(ctypes.Structure):
+    """struct fsb_out of loops.c: what happened; index 0 of each pair is the writes, 1 the reads."""
+
+    _fields_ = [
+        ("ops", ctypes.c_int64 * 2),
+        ("total_ns", ctypes.c_int64 * 2),
+        ("longest_ns", ctypes.c_int64 * 2),
+        ("moved", ctypes.c_int64 * 2),
+        ("error_offset", ctypes.c_int64),
+        ("short_result", ctypes.c_int64),
+        ("error", ctypes.c_int32),
+        ("error_read", ctypes.c_int32),
+        ("enter_failed", ctypes.c_int32),
+        ("series_ns", ctypes.c_int64),
+        ("series_used", ctypes.c_int64),
+    ]
+
+
+def _name(flags: list[str]) -> str:
+    return f"loops-{hashlib.sha256(SOURCE.read_bytes() + ' '.join(flags).encode()).hexdigest()[:16]}.so"
+
+
+def build(into: Path | None = None, extra: tuple[str, ...] = ()) -> Path:
+    """The built library: make setup's (in BUILD), or one built now into `into` (default: the cache folder)."""
+    flags = [*CFLAGS, *extra]
+    for folder in [into] if into else [BUILD, cache_dir()]:
+        if (folder / _name(flags)).exists():
+            return folder / _name(flags)
+    folder = into or cache_dir()
+    lib = folder / _name(flags)
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        raise RuntimeError(
+            f"fsbench's python engine runs its I/O loop in C ({SOURCE.name}) and needs a C compiler to build it "
+            "once: install one (Debian: apt-get install gcc) or set CC"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    part = lib.with_name(f"{lib.name}.{os.getpid()}.part")
+    proc = subprocess.run([cc, *flags, "-o", str(part), str(SOURCE)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        part.unlink(missing_ok=True)
+        raise RuntimeError(f"building {SOURCE} with {cc} failed:\n{proc.stderr.strip()}")
+    os.replace(part, lib)
+    if folder == BUILD:  # this checkout's own: earlier versions go (a process using one keeps its mapping)
+        for old in folder.glob("loops-*.so"):
+            if old != lib:
+                old.unlink(missing_ok=True)
+    # The cache folder is shared by every checkout (and node) of this user: other versions stay, each in use
+    # somewhere (they are a few dozen KiB).
+    return lib
+
+
+_lib = None
+
+
+def _library() -> ctypes.CDLL:
+    global _lib
+    if _lib is None:
+        lib = ctypes.CDLL(str(build()))
+        lib.fsb_run.argtypes = [ctypes.POINTER(IO), ctypes.POINTER(Out)]
+        if lib.fsb_sub_bits() != SUB_BITS:
+            raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
+        for struct, size in ((IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out)):
+            size.restype = ctypes.c_int64
+            if size() != ctypes.sizeof(struct):
+                raise RuntimeError(
+                    f"{SOURCE.name}'s struct {struct.__doc__.split()[1]} is {size()} bytes, its ctypes mirror "
+                    f"{struct.__name__} {ctypes.sizeof(struct)}: make them agree field for field"
+                )
+        _lib = lib
+    return _lib
+
+
+# The time series: SERIES_BINS bins per kind, the first SERIES_NS wide (10x wider after each fold, in C): runs up to
+# SERIES_BINS ms are kept per ms, up to 10x longer per 10 ms, and so on; what a record keeps is binned coarser.
+SERIES_BINS = 2000
+SERIES_NS = 10**6
+
+
+class Series:
+    """The bins loops.c fills for one stream: bytes and operations completed per bin, writes and reads apart."""
+
+    def __init__(self, bins: int | None = None):
+        self.bins = bins or SERIES_BINS
+        self.values = [(ctypes.c_int64 * self.bins)() for _ in range(4)]
+
+    def attach(self, io: IO) -> None:
+        for i, v in enumerate(self.values):
+            io.series[i] = ctypes.addressof(v)
+        io.series_len, io.series_ns = self.bins, SERIES_NS
+
+    def of(self, out: Out, kind: int) -> tuple[float, list[int], list[int]]:
+        """Bin width (s), bytes and operations of kind 0 (writes) or 1 (reads), up to the last bin used."""
+        used = out.series_used
+        return out.series_ns / 1e9, list(self.values[2 * kind][:used]), list(self.values[2 * kind + 1][:used])
+
+
+def run(io: IO) -> Out:
+    """Move the blocks (the GIL is released meanwhile); errors come back in Out, for the caller to name."""
+    out = Out()
+    _library().fsb_run(ctypes.byref(io), ctypes.byref(out))
+    return out

@@ -1,0 +1,245 @@
+"""The metadata workload (mdtest-like): many small files created, stat'ed, read and deleted, each phase timed.
+
+Each stream is a worker process of its own (mdtest's unique-directory mode: stream s works in its own tree
+<root>/stream<s>/d<k>/), so that streams run in parallel, not one at a time behind Python's GIL. All streams of a
+phase start together (a barrier) and the phase's figure is every stream's files over the time from the first
+start to the last end, as for block I/O (fsbench.engines.job.aggregate). Per file, one latency: the open, write (fsync)
+and close of a create, the stat, the open, read and close of a read, the unlink of a delete.
+
+fsync (when a create is durable): `none` (the page cache holds the files; the figure is the kernel's), `file`
+(each file fsync'ed before its close, in its latency), `end` (the default: one syncfs(2) of the filesystem per
+stream after its last file, inside the create's durable time, as a write's flush is). The directories are made
+before the create and removed after the delete, untimed, as mdtest's tree phases are apart from its file phases.
+"""
+
+import ctypes
+import errno
+import mmap
+import multiprocessing
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsbench.engines.job import aggregate
+from fsbench.engines.latency import Histogram
+from fsbench.storage.devices import DeviceError
+
+PHASES = ("create", "stat", "read", "delete")
+# What a file costs a filesystem beyond its data, at most, for the space check: an inode, a directory entry.
+PER_FILE_OVERHEAD = 4096
+BLOCK = 4096
+
+
+def space_needed(files: int, file_size: int) -> int:
+    """Bytes `files` files take at most: each rounded up to whole 4 KiB blocks, plus an inode and an entry."""
+    return files * (-(-file_size // BLOCK) * BLOCK + PER_FILE_OVERHEAD)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class MetadataError(DeviceError):
+    """A phase could not finish: the filesystem ran out of space or inodes, or a file was not as made."""
+
+
+@dataclass(frozen=True)
+class MetaJob:
+    """Every stream makes `files` files of `file_size` bytes in `dirs` directories of its own tree under `root`."""
+
+    root: str
+    streams: int
+    files: int
+    file_size: int
+    dirs: int
+    fsync: str = "end"
+    data: str = "random"
+
+    def tree(self, stream: int) -> Path:
+        return Path(self.root) / f"stream{stream}"
+
+    def path(self, stream: int, i: int) -> str:
+        return str(self.tree(stream) / f"d{i % self.dirs}" / f"f{i}")
+
+    @property
+    def total_files(self) -> int:
+        return self.streams * self.files
+
+    def space_needed(self) -> int:
+        return space_needed(self.total_files, self.file_size)
+
+    def describe(self) -> str:
+        sync = {"none": "no fsync", "file": "fsync per file", "end": "syncfs at the end"}[self.fsync]
+        return (
+            f"python metadata: {self.streams} stream(s) × {self.files} files of {self.file_size} B in "
+            f"{self.dirs} dir(s) each ({sync}); create = open(O_CREAT|O_EXCL), write, close; stat = os.stat; "
+            f"read = open, read whole, close; delete = unlink; under {self.root}"
+        )
+
+
+def check_room(job: MetaJob) -> None:
+    """Refuse before the first file when the filesystem has too few free inodes or too little space."""
+    st = os.statvfs(job.root)
+    need_inodes = job.total_files + job.streams * (job.dirs + 1)
+    # f_files is 0 where inodes are made on demand (btrfs): no fixed table to run out of.
+    if st.f_files and st.f_favail < need_inodes:
+        raise MetadataError(
+            f"not enough free inodes under {job.root}: the metadata test needs {need_inodes} "
+            f"({job.streams} stream(s) × ({job.files} files + {job.dirs + 1} dirs)), {st.f_favail} are free of "
+            f"{st.f_files}; make the filesystem with more (mkfs.ext4 -N or -i, not -T largefile4), "
+            "or metadata.files smaller"
+        )
+    free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
+    if job.space_needed() > free:
+        raise MetadataError(
+            f"not enough space under {job.root}: the metadata test needs up to {job.space_needed()} bytes, "
+            f"{free} are free; make more room or metadata.files or file_size smaller"
+        )
+
+
+def _syncfs(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if _libc.syncfs(fd) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), path)
+    finally:
+        os.close(fd)
+
+
+def _data(job: MetaJob, stream: int) -> tuple[mmap.mmap, memoryview]:
+    """One file's bytes: random (a stream's own) or zero; each file's first 8 bytes get its number (no two alike)."""
+    buf = mmap.mmap(-1, max(job.file_size, 1))
+    if job.data == "random":
+        buf[:] = os.urandom(len(buf))
+    return buf, memoryview(buf)[: job.file_size]
+
+
+def _phase(job: MetaJob, phase: str, stream: int) -> dict:
+    """One stream's share of one phase; its own latencies, and when it began and ended (epoch seconds)."""
+    ns, hist = time.perf_counter_ns, Histogram()
+    paths = [job.path(stream, i) for i in range(job.files)]
+    moved = 0
+    buf, data = _data(job, stream)
+    stamp = job.data == "random" and job.file_size >= 8
+    sync_each = job.fsync == "file"
+    anchor = time.time() - time.perf_counter()
+    start = anchor + time.perf_counter()
+    try:
+        if phase == "create":
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            for i, path in enumerate(paths):
+                if stamp:
+                    buf[:8] = (stream * job.files + i).to_bytes(8, "little")
+                t0 = ns()
+                fd = os.open(path, flags, 0o644)
+                try:
+                    n = os.write(fd, data) if job.file_size else 0
+                    while n < job.file_size:
+                        n += os.write(fd, data[n:])
+                    if sync_each:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+                hist.record(ns() - t0)
+                moved += n
+        elif phase == "stat":
+            for path in paths:
+                t0 = ns()
+                os.stat(path)
+                hist.record(ns() - t0)
+        elif phase == "read":
+            for path in paths:
+                t0 = ns()
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    n = os.readv(fd, [buf]) if job.file_size else 0
+                finally:
+                    os.close(fd)
+                hist.record(ns() - t0)
+                if n != job.file_size:
+                    raise MetadataError(f"read {n} bytes of {path}, which was made with {job.file_size}")
+                moved += n
+        elif phase == "delete":
+            for path in paths:
+                t0 = ns()
+                os.unlink(path)
+                hist.record(ns() - t0)
+        else:
+            raise ValueError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
+        end = anchor + time.perf_counter()
+        if phase == "create" and job.fsync == "end":
+            _syncfs(job.root)
+        end_durable = anchor + time.perf_counter()
+    finally:
+        data.release()
+        buf.close()
+    return {
+        "path": str(job.tree(stream)),
+        "bytes": moved,
+        "ops": len(paths),
+        "start": start,
+        "end": end,
+        "end_durable": end_durable,
+        "latency": hist.as_record(),
+    }
+
+
+def _worker(job: MetaJob, phase: str, stream: int, start_line, results) -> None:
+    try:
+        start_line.wait()
+        results.put((stream, _phase(job, phase, stream)))
+    except OSError as e:
+        results.put((stream, {"error": e.errno, "message": str(e)}))
+    except BaseException as e:  # noqa: BLE001 (the parent reports it; a worker must always answer)
+        results.put((stream, {"error": None, "message": f"{type(e).__name__}: {e}"}))
+
+
+def run_phase(job: MetaJob, phase: str) -> dict:
+    """One phase on every stream at once (a process each), as one figure (fsbench.engines.job.aggregate)."""
+    ctx = multiprocessing.get_context("fork")
+    start_line, results = ctx.Barrier(job.streams), ctx.Queue()
+    workers = [ctx.Process(target=_worker, args=(job, phase, s, start_line, results)) for s in range(job.streams)]
+    for w in workers:
+        w.start()
+    try:
+        found = dict(results.get() for _ in workers)
+    finally:
+        for w in workers:
+            w.join()
+    failed = [r for r in found.values() if "error" in r]
+    if failed:
+        first = failed[0]
+        full = first["error"] in (errno.ENOSPC, errno.EDQUOT)
+        why = "the filesystem ran out of space or inodes: " if full else ""
+        raise MetadataError(f"{phase} failed in {len(failed)} of {job.streams} stream(s): {why}{first['message']}")
+    return aggregate([found[s] for s in range(job.streams)], job.describe())
+
+
+def make_trees(job: MetaJob) -> None:
+    remove_trees(job)
+    for s in range(job.streams):
+        for d in range(job.dirs):
+            (job.tree(s) / f"d{d}").mkdir(parents=True)
+
+
+def remove_trees(job: MetaJob) -> None:
+    for s in range(job.streams):
+        shutil.rmtree(job.tree(s), ignore_errors=True)
+
+
+def run(job: MetaJob, make_cold) -> dict:
+    """Every phase in order, the cache made cold (`make_cold()`, which says how) before stat and before read.
+    Returns {phase: figure} and how the cache was made cold; on any failure the trees are removed first."""
+    check_room(job)
+    make_trees(job)
+    try:
+        out, cold = {}, {}
+        for phase in PHASES:
+            if phase in ("stat", "read"):
+                cold[phase] = make_cold()
+            out[phase] = run_phase(job, phase)
+    finally:
+        remove_trees(job)
+    return {"phases": out, "cold": cold}

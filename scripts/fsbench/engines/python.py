@@ -1,0 +1,214 @@
+"""The python engine: each stream set up in Python (file, block order, buffers, io_uring ring), its blocks moved
+by the C loop (loops.c), writes flushed inside their durable time; one figure over all streams (job.aggregate).
+"""
+
+import ctypes
+import errno
+import mmap
+import os
+import threading
+import time
+from array import array
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+
+from fsbench import timeseries
+from fsbench.engines import loops
+from fsbench.engines.job import NEVER, PROGRESS_SECONDS, Job, Stream, aggregate, offsets, progress
+from fsbench.engines.latency import Histogram
+from fsbench.engines.loops import IO, run
+from fsbench.engines.uring import buffer_address, fast_ring
+
+# Each stream writes random data from its own pool of this many bytes (or one block, if larger): the block for
+# file position p (in blocks) is p modulo the pool's blocks, so no two blocks within POOL_BYTES of each other in
+# the file come from the same bytes, whatever the order they are written in, and no compressor working in
+# chunks of up to 256 KiB (btrfs's 128 KiB, ZFS's default 128 KiB record) finds a repeat. Small enough to stay
+# in the CPU cache: a 16 MiB pool cost ~4 µs per 64 KiB write over one buffer, and writes of 1 MiB reached
+# 0.71-0.78 of fio's rate (measured here; see docs/bench-engines.md's history); fio reuses one buffer.
+POOL_BYTES = 256 * 2**10
+# Like fio's scramble_buffers, every STAMP_BYTES of a written block (every block, if smaller) starts with the
+# write's byte offset, so that no two 4 KiB pieces a stream writes are alike: a pool that repeats gives a
+# deduplicating device nothing to merge (the rest of the piece is the pool's random bytes). Zero data stays zero.
+STAMP_BYTES = 4096
+
+# Durations come from the monotonic clock; this anchors them to wall time so streams can be compared.
+_ANCHOR = time.time() - time.perf_counter()
+
+
+def _clock() -> float:
+    return _ANCHOR + time.perf_counter()
+
+
+def _buffers(job: Job, reads: int, writes: int) -> tuple[mmap.mmap, int, int]:
+    """One page-aligned mapping (fit for O_DIRECT): `reads` blocks to read into, then `writes` blocks of the
+    job's data (random: each stream its own bytes) to write from. Returns it and the two parts' addresses."""
+    bs = job.block_size
+    buf = mmap.mmap(-1, (reads + writes) * bs)
+    if job.data == "random":
+        step = 2**20
+        for off in range(reads * bs, len(buf), step):
+            buf[off : off + step] = os.urandom(min(step, len(buf) - off))
+    base = buffer_address(buf)
+    return buf, base, base + reads * bs
+
+
+def _open(stream: Stream, job: Job, op: str) -> int:
+    flags = {"write": os.O_WRONLY, "read": os.O_RDONLY, "mixed": os.O_RDWR}[op]
+    if op == "write" and not stream.device:
+        # A shared file is written by every stream at once: none may truncate what another wrote.
+        flags |= os.O_CREAT | (os.O_TRUNC if job.slots == 1 else 0)
+    if job.direct:
+        flags |= os.O_DIRECT
+    return os.open(stream.path, flags, 0o644)
+
+
+def _stream_result(stream: Stream, nbytes: int, start: float, end: float, end_durable: float, latency, **more) -> dict:
+    """What one stream did, as aggregate() takes it: where, how much, when (epoch seconds), and each call's time."""
+    return more | {
+        "path": stream.path,
+        "offset": stream.offset,
+        "bytes": nbytes,
+        "start": start,
+        "end": end,
+        "end_durable": end_durable,
+        "ops": latency.count,
+        "latency": latency.as_record(),
+    }
+
+
+def _stopped(job: Job, ops: int, planned: int) -> dict:
+    """What ended a time-based write: the time, or io.size reached first (nothing for a size-based one)."""
+    return {"stopped_by": "runtime" if ops < planned else "size"} if job.runtime else {}
+
+
+def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, reads: bytes | None = None) -> dict:
+    """Stream `index` of `job`: op "write", "read" or "mixed" (operation i reads where reads[i], else writes).
+
+    Its blocks are moved by the C loop (loops.c): one call at a time (pread/pwrite) at depth 1, job.iodepth in
+    flight through io_uring deeper, each call timed into a latency.Histogram. Writes are flushed (fsync) when
+    all have completed, inside their durable time. Returns {op: stream result} for each of "write" and "read"
+    that it did (a mix both, each over the mix's wall time).
+    """
+    s, bs, depth = job.streams[index], job.block_size, job.iodepth
+    where = offsets(job, index)
+    reading, writing = op != "write", op != "read"
+    # Lane l (one I/O in flight at a time) writes offset o from block l + depth * (o / bs % turns): a buffer is
+    # never stamped while the kernel still reads it, and no two blocks within POOL_BYTES of each other in the
+    # file come from the same bytes.
+    turns = -(-POOL_BYTES // bs) if writing else 0
+    buf, read_at, write_at = _buffers(job, depth if reading else 0, depth * turns)
+    order = array("q", where)
+    hist = [Histogram(), Histogram()]  # writes, reads
+    bins = loops.Series()
+    io = IO(
+        offsets=order.buffer_info()[0] if where else None,
+        read_buffers=read_at,
+        write_buffers=write_at,
+        done=ctypes.addressof(done) + 8 * index,
+        count=len(where),
+        block_size=bs,
+        write_turns=max(turns, 1),
+        stamp_every=min(STAMP_BYTES, bs) if job.data == "random" and bs >= 8 else 0,
+        fd=_open(s, job, op),
+        depth=depth,
+        read_all=op == "read",
+        strict=op == "mixed",
+        repeat=op == "mixed" and bool(job.runtime),
+    )
+    io.counts[0], io.counts[1] = (h.counts.buffer_info()[0] for h in hist)
+    bins.attach(io)
+    which = ctypes.create_string_buffer(reads, len(reads)) if reads is not None else None
+    io.reads = ctypes.addressof(which) if which is not None else None
+    try:
+        if op == "write" and job.pattern == "rand" and not s.device:
+            os.ftruncate(io.fd, job.size * job.slots)  # a shared file: all of it, by every stream alike
+        with fast_ring(depth) if depth > 1 else nullcontext() as ring:
+            for name, address in ring.layout.items() if ring else ():
+                setattr(io, name, address)
+            start_line.wait()
+            start = _clock()
+            step = io.clock_step_ns = loops.CLOCK_STEP_NS
+            io.deadline_ns = job.deadline(step or time.perf_counter_ns()) if writing else NEVER
+            try:
+                out = run(io)
+            finally:
+                if ring:
+                    ring.resync()  # the C loop moved its heads and tails: close() waits for what is in flight
+            end = end_durable = _clock()
+            if out.error:
+                raise _failure(out, s, bs)
+            if writing:
+                os.fsync(io.fd)
+                end_durable = _clock()
+    finally:
+        os.close(io.fd)
+        buf.close()
+    more = {"iodepth": depth} if depth > 1 else {}
+    results = {}
+    for k, name in enumerate(("write", "read")):
+        if (name == "read" and reading) or (name == "write" and writing):
+            h = hist[k]
+            h.count, h.total_ns, h.max_ns = out.ops[k], out.total_ns[k], out.longest_ns[k]
+            stopped = _stopped(job, h.count, len(where)) if op == "write" else {}
+            durable = end_durable if name == "write" else end
+            step, nbytes, ops = bins.of(out, k)
+            series = timeseries.raw(start, step, nbytes, ops, "python loop")
+            results[name] = _stream_result(s, out.moved[k], start, end, durable, h, series=series, **more, **stopped)
+    return results
+
+
+def _failure(out, s: Stream, bs: int) -> OSError:
+    """The C loop's first failure, named: the call, where, and why."""
+    op = "read" if out.error_read else "write"
+    why = os.strerror(out.error)
+    if out.enter_failed:
+        return OSError(out.error, f"io_uring_enter on {s.path}: {why}")
+    if out.short_result >= 0:
+        what = f"short {op} of {out.short_result} of {bs} bytes at byte {out.error_offset} of {s.path}"
+        return OSError(out.error, what if out.error == errno.EIO else f"{what}: {why}")
+    return OSError(out.error, f"{op} at byte {out.error_offset} of {s.path}: {why}")
+
+
+def run_streams(job: Job, op: str, one_stream, every: float) -> list[dict]:
+    """Run `one_stream(index, start_line, done)` for every stream at once, in threads (the syscalls release
+    the GIL), while a reporter logs the progress the streams count in `done`."""
+    start_line = threading.Barrier(len(job.streams))
+    done = (ctypes.c_int64 * len(job.streams))()  # each stream's bytes so far, counted by the C loop
+    with progress(op, job.size * len(job.streams), done, every):
+        if len(job.streams) == 1:
+            return [one_stream(0, start_line, done)]
+        with ThreadPoolExecutor(len(job.streams)) as pool:
+            futures = [pool.submit(one_stream, i, start_line, done) for i in range(len(job.streams))]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                start_line.abort()  # a stream that failed to open must not leave the others waiting
+                raise
+
+
+def _describe(job: Job, op: str) -> str:
+    call = "pwrite(2)" if op == "write" else "pread(2)"
+    if job.iodepth > 1:
+        call = f"io_uring IORING_OP_{op.upper()}, {job.iodepth} in flight,"
+    how = f"{job.pattern}, {'O_DIRECT' if job.direct else 'buffered'}" + (", then os.fsync()" if op == "write" else "")
+    where = ", ".join(dict.fromkeys(s.path + (f"@{s.offset}" if s.offset else "") for s in job.streams))
+    if job.slots > 1:
+        where += f" (shared: stream s moves blocks s, s+{job.slots}, s+{2 * job.slots}, ... of it)"
+    data = f" of {job.data} data" if op == "write" else ""
+    streams = f"{len(job.streams)} stream(s)"
+    count = f"{job.count} x" if not job.counts else f"{'/'.join(map(str, job.counts))} (what the write moved) x"
+    if op == "write" and job.runtime:
+        count = f"for {job.runtime:g} s, at most {job.count} x"
+    return f"python: {call} {count} {job.block_size} B{data} per stream ({how}), {streams}: {where}"
+
+
+def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
+    """Write every stream (timing the flush too: the durable figure); one figure over all streams."""
+    streams = run_streams(job, "write", lambda i, line, done: stream(job, i, "write", line, done)["write"], every)
+    return aggregate(streams, _describe(job, "write"))
+
+
+def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
+    """Read every stream into one reused buffer each (one per I/O in flight); one figure over all streams."""
+    streams = run_streams(job, "read", lambda i, line, done: stream(job, i, "read", line, done)["read"], every)
+    return aggregate(streams, _describe(job, "read"))

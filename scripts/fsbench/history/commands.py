@@ -1,0 +1,72 @@
+"""What each `python -m fsbench history` command does (fsbench.history.cli parses the command line)."""
+
+import pandas as pd
+
+from . import changes as changes_mod
+from . import report as report_mod
+from . import series as series_mod
+from . import store as store_mod
+
+
+def _show(df) -> str:
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 250):
+        return df.to_string(index=False) if len(df) else "(none)"
+
+
+def _runs(args, where) -> int:
+    print(_show(series_mod.runs(store_mod.load(where))))
+    return 0
+
+
+def _series(args, where) -> int:
+    points = series_mod.points(store_mod.load(where))
+    if args.series is None:
+        if len(points) == 0:
+            print("(none)")
+            return 0
+        listed = points.groupby("series").agg(runs=("campaign", "nunique"), last=("started", "max")).reset_index()
+        latest = points.sort_values("started").groupby("series").tail(1).set_index("series")
+        listed["cell"] = [series_mod.label(latest.loc[s]) for s in listed["series"]]
+        table = listed
+    else:
+        table = points[points["series"] == args.series].drop(columns=["context"])
+        if table.empty:
+            raise ValueError(f"no series '{args.series}' in the store (`history series` lists them)")
+        table = table[["metric", "campaign", "started", "median", "low", "high", "n"]]
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"written: {args.csv}")
+    else:
+        print(_show(table))
+    return 0
+
+
+def _changes(args, where) -> int:
+    rows = store_mod.load(where)
+    found = changes_mod.analyse(series_mod.points(rows), store_mod.load_marks(where))
+    if args.csv:
+        found.to_csv(args.csv, index=False)
+        print(f"written: {args.csv} ({len(found)} change point(s))")
+    brief = ["series", "host", "array", "target", "op", "block_size", "metric", "after_run", "ratio", "p_value"]
+    print(_show(found[brief + ["verdict", "context_changed"]]))
+    if args.fail_on and (found["verdict"] == args.fail_on).any():
+        return 1
+    return 0
+
+
+def _report(args, where) -> int:
+    points = series_mod.points(store_mod.load(where))
+    marks = store_mod.load_marks(where)
+    found = changes_mod.analyse(points, marks)
+    out = report_mod.page(points, found, marks, args.output, f"fsbench history: {store_mod.describe(where)}")
+    print(f"written: {out} and its plots in {out.parent / (out.stem + '-plots')}")
+    return 0
+
+
+def _mark(args, where) -> int:
+    store_mod.mark(where, args.run, args.reason)
+    print(f"marked: {args.run} starts a new baseline ({args.reason})")
+    return 0
+
+
+VERBS = {"runs": _runs, "series": _series, "changes": _changes, "report": _report, "mark": _mark}

@@ -1,0 +1,149 @@
+"""History as a new user meets it: six runs of a small campaign under six names, on one device, into one store;
+the last three with the device slowed from outside (a blkio throttle the config cannot see, as a firmware
+regression would be). `history changes` must find exactly that, for raw and the filesystem, writes and reads, in
+the SQLite store and in a PostgreSQL one; the trend page must show it in a real browser."""
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from browser import Browser, find_browser
+
+from fsbench.storage import devices
+
+from conftest import BLKIO, REPO, SNAKEMAKE, MiB, needs_root, needs_throttle
+
+pytestmark = [needs_root, needs_throttle, pytest.mark.e2e]
+
+# The device's rate, reads and writes, held from outside: FAST for the first three runs, SLOW from the fourth on.
+# A RAM-backed loop device left alone moves 20 MiB in a few ms: figures under a second are not valid (`short`) and
+# stay out of every series, so the device is a 16 MB/s one to begin with (20 MiB: 1.3 s), then a 5 MB/s one (4.2 s).
+FAST, SLOW = 16 * 10**6, 5 * 10**6
+NAMES = [f"nvme-2026-{m:02d}" for m in range(7, 13)]
+
+
+class Cgroup:
+    """A blkio cgroup of this test's own: processes started in it (and their children) meet its limits;
+    nothing else on the machine does."""
+
+    def __init__(self):
+        self.path = BLKIO / f"fsbench-test-{uuid.uuid4().hex[:8]}"
+        self.path.mkdir()
+
+    def limit(self, dev: str, rate: int) -> None:
+        for name in ("blkio.throttle.write_bps_device", "blkio.throttle.read_bps_device"):
+            (self.path / name).write_text(f"{dev} {rate}\n")
+
+    def enter(self):  # preexec_fn: the child joins before it execs
+        (self.path / "cgroup.procs").write_text("0")
+
+    def remove(self):
+        for pid in (self.path / "cgroup.procs").read_text().split():  # leftovers go back to the root group
+            (BLKIO / "cgroup.procs").write_text(pid)
+        self.path.rmdir()
+
+
+def campaign(workdir: Path, name: str, disk: str, scratch: Path, cgroup: Cgroup, **extra):
+    config = {
+        "campaign": name,
+        "scratch": str(scratch / "c"),
+        "arrays": {"nvme": {"kind": "device", "device": disk}},
+        "allow_destroy": [disk],
+        "filesystems": {"ext4": {"type": "ext4"}},
+        "io": {"size": "20MiB", "block_sizes": ["1MiB"], "direct": [True], "repeats": 3},
+    } | extra
+    cfg = workdir / f"{name}.yaml"
+    cfg.write_text(yaml.safe_dump(config))
+    argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", "--configfile", cfg]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, preexec_fn=cgroup.enter)
+    assert proc.returncode == 0, f"{name}: snakemake failed:\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def fsbench(workdir: Path, *args) -> subprocess.CompletedProcess:
+    env = os.environ | {"PYTHONPATH": str(REPO / "scripts")}
+    return subprocess.run(
+        [sys.executable, "-m", "fsbench", *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def check_changes(changes: pd.DataFrame):
+    fourth = NAMES[3]
+    assert set(changes["verdict"]) == {"regression"}, changes[["target", "op", "metric", "verdict"]]
+    assert set(changes["after_run"].str.split().str[0]) == {fourth}  # nothing before it, nothing after it
+    assert set(changes["before_run"].str.split().str[0]) == {NAMES[2]}
+    throughput = changes[changes["metric"] == "mb_s"]
+    assert {(t, op) for t, op in zip(throughput["target"], throughput["op"], strict=True)} == {
+        (t, op) for t in ("raw", "ext4") for op in ("write", "read")
+    }
+    assert (throughput["ratio"] < 0.5).all() and (throughput["p_value"] < 0.01).all()
+
+
+def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_path, postgres):
+    disk = devices.attach_loop_images(ram_scratch / "disks", 1, 128 * MiB)[0]
+    dev = (Path("/sys/block") / Path(disk).name / "dev").read_text().strip()
+    work = tmp_path / "work"
+    work.mkdir()
+    cgroup = Cgroup()
+    try:
+        for i, name in enumerate(NAMES):
+            cgroup.limit(dev, SLOW if i >= 3 else FAST)
+            campaign(work, name, disk, ram_scratch, cgroup)
+        # the same six runs into a PostgreSQL store: a changed `history` reruns only the append, nothing measures
+        for name in NAMES:
+            proc = campaign(work, name, disk, ram_scratch, cgroup, history=postgres)
+            assert re.search(r"rule history\b", proc.stderr) and not re.search(r"rule (mkfs|write|read)\b", proc.stderr)
+    finally:
+        cgroup.remove()
+
+    for name in NAMES:  # every figure valid, so every run is in the series
+        rows = pd.read_csv(work / f"results/{name}/measurements.csv")
+        assert rows["valid"].all(), rows.loc[~rows["valid"], ["target", "op", "rep", "seconds", "invalid_reasons"]]
+    runs = fsbench(work, "history", "runs")
+    assert runs.returncode == 0 and all(n in runs.stdout for n in NAMES), runs.stderr
+    for store, csv in (([], "changes.csv"), (["--store", postgres], "changes-pg.csv")):
+        found = fsbench(work, "history", "changes", "--csv", csv, "--fail-on", "regression", *store)
+        assert found.returncode == 1, found.stdout + found.stderr  # a regression: CI fails
+        check_changes(pd.read_csv(work / csv))
+    sqlite_csv, pg_csv = (pd.read_csv(work / f) for f in ("changes.csv", "changes-pg.csv"))
+    assert sqlite_csv.drop(columns=["series"]).equals(pg_csv.drop(columns=["series"]))
+
+    report = fsbench(work, "history", "report", "-o", "trends/history.html")
+    assert report.returncode == 0, report.stderr
+    assert len(list((work / "trends/history-plots").glob("*.png"))) >= 4
+    check_page_in_browser(work / "trends/history.html", tmp_path)
+    assert "regression from" in (work / f"results/{NAMES[-1]}/trends.html").read_text()  # the campaign's own trends
+
+    # the fourth run marked as intended: it starts a new baseline, nothing is reported any more
+    assert fsbench(work, "history", "mark", NAMES[3], "throttled on purpose").returncode == 0
+    quiet = fsbench(work, "history", "changes", "--fail-on", "regression")
+    assert quiet.returncode == 0 and "(none)" in quiet.stdout, quiet.stdout
+
+
+def check_page_in_browser(page: Path, tmp_path: Path):
+    exe = find_browser()
+    if exe is None:
+        pytest.skip("no Chromium found (apt-get install chromium, or set FSBENCH_BROWSER)")
+    with Browser(exe, tmp_path / "profile", failure_shot=tmp_path / "failure.png") as b:
+        b.open(page.as_uri())
+        panels = b.wait_for(
+            """(() => {
+                const ps = [...document.querySelectorAll('.panel')];
+                if (!ps.length || ps.some(p => !p.querySelector('img').complete)) return null;
+                return ps.map(p => {
+                    const img = p.querySelector('img');
+                    return {text: p.innerText, metric: p.dataset.metric, size: [img.naturalWidth, img.naturalHeight]};
+                });
+            })()"""
+        )
+        assert len(panels) >= 4 and all(p["size"][0] > 400 and p["size"][1] > 200 for p in panels), panels
+        throughput = [p for p in panels if p["metric"] == "mb_s"]
+        assert len(throughput) == 4 and all(f"regression from {NAMES[2]}" in p["text"] for p in throughput)
+        assert all("marked: " not in p["text"] for p in throughput)
+        b.screenshot(tmp_path / "trends.png")
