@@ -175,8 +175,13 @@ def release_group(wildcards):
     """The release joins its array's group where the profile groups steps per host and array; with adaptive
     repeats it is a job of its own: it waits for the decisions taken where Snakemake runs (decide,
     repeats_done), and a group job cannot wait for jobs that wait for it."""
+    if PLAN.adaptive:
+        # Nor may a later round's group job span cells: a decision that comes while it runs would merge the
+        # next cell into it, and Snakemake then loses track of the job it submitted. One job per cell and round.
+        workflow.group_settings.group_components = {}
+        return None
     steps = workflow.group_settings.overwrite_groups.get("write")
-    if steps is None or PLAN.adaptive:
+    if steps is None:
         return None
     try:
         return steps.format(host=wildcards.host, array=wildcards.array)
