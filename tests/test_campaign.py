@@ -298,7 +298,7 @@ def test_report_shows_every_plot_in_a_real_browser(seed_run, seed_report, tmp_pa
 
         # the summary: the eye button shows summary.html in the page, every median of summary.csv readable there
         summary = pd.read_csv(out / "summary.csv")
-        tables = ["measurements.csv", "summary.csv", "comparisons.csv", "summary.html"]
+        tables = ["measurements.csv", "summary.csv", "comparisons.csv", "summary.html", "timeseries.csv"]
         open_category(b, "Tables", [f"results/seed/{f}" for f in tables])
         b.click(f"{ROW.format(path='results/seed/summary.html')}.querySelectorAll('a[type=button]')[0]")
         frame = b.wait_for(
