@@ -26,7 +26,7 @@ from fsbench.measure import measure_read, measure_write, measurement_record, ser
 from fsbench.records import read_json, write_json
 from fsbench.rows import flags_for
 from fsbench.storage import arrays, devices
-from fsbench.system import run
+from fsbench.system import ToolError, run
 
 # Seconds from launching the parts to their common start: enough for srun to start a task on every node.
 START_DELAY = 3.0
@@ -124,7 +124,11 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
         (record_dir / f"{host}-{op}.json").unlink(missing_ok=True)
     start_at = time.time() + START_DELAY
     argv = part_argv(hosts, [str(spec), op, repr(start_at), scratch, str(record_dir)])
-    run(argv, timeout=None, env=part_env())
+    done = run(argv, check=False, timeout=None, env=part_env())
+    if done.returncode != 0:  # each part says what went wrong on its host (`fsbench: <host>: …`); srun adds noise
+        lines = done.stderr.strip().splitlines()
+        said = [line for line in lines if line.startswith("fsbench:")] or lines[-5:] or ["no output"]
+        raise ToolError(f"{op} on {', '.join(hosts)} failed (exit {done.returncode}): " + " | ".join(said))
     if op == "read" and cell.shared_file:
         devices.release(shared_folder(cell, scratch)[0])  # every host has read the shared file: it goes
     parts = [read_json(record_dir / f"{host}-{op}.json") for host in hosts]

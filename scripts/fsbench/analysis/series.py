@@ -93,6 +93,16 @@ def _flagged(measurements: pd.DataFrame | None) -> set:
     return {tuple(str(v) for v in r) for r in hit[keys].itertuples(index=False)}
 
 
+def _steps(one: pd.DataFrame) -> tuple[list, list]:
+    """One measurement's series as steps from its start: each rate held over its interval. A last interval much
+    shorter than the others (where the measurement ended) is left out: a block or two over a few ms reads as a
+    spike that no interval of the run had."""
+    if len(one) > 1 and one["interval_s"].iloc[-1] < 0.5 * one["interval_s"].iloc[:-1].median():
+        one = one.iloc[:-1]
+    start = one["t_s"].iloc[0] - one["interval_s"].iloc[0]
+    return [start, *one["t_s"]], [one["mb_s"].iloc[0], *one["mb_s"]]
+
+
 def timeseries_figure(table: pd.DataFrame, measurements: pd.DataFrame | None = None):
     """Throughput over time: a row of panels per array and test, a column per op, a colour per target, a line per
     repeat (each panel its own scales: a 4 KiB test and a 4 MiB one differ tenfold); the lines of measurements
@@ -120,9 +130,10 @@ def timeseries_figure(table: pd.DataFrame, measurements: pd.DataFrame | None = N
                 for (line, _rep, _host), one in part.groupby(["line", "rep", "host"], sort=False):
                     r = one.iloc[0]
                     dashed = tuple(str(r[k]) for k in keys) in flagged
+                    t, rate = _steps(one)
                     ax.plot(
-                        one["t_s"],
-                        one["mb_s"],
+                        t,
+                        rate,
                         color=colours[line],
                         lw=1.2,
                         alpha=0.85,
