@@ -22,9 +22,9 @@ from fsbench import timeseries
 from fsbench.cells import ALL_HOSTS, CellSpec
 from fsbench.engines.job import aggregate
 from fsbench.hosts import array_dir, check_host, part_host, short_hostname
-from fsbench.measure import measure_read, measure_write, measurement_record, series_flags, series_of
+from fsbench.measure import measure_read, measure_write, measurement_record, series_of
 from fsbench.records import read_json, write_json
-from fsbench.rows import flags_for
+from fsbench.rows import with_flags
 from fsbench.storage import arrays, devices
 from fsbench.system import ToolError, run
 
@@ -142,15 +142,13 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     per_host = by_host(hosts, parts)
     for row, host in zip(rows, hosts, strict=True):
         if per_host["hosts"][host].get("straggler"):
-            row["flags"] = ";".join([f for f in row["flags"].split(";") if f] + ["straggler"])
+            row["flags"] = with_flags(row["flags"], ["straggler"])
     target = arrays.Target.from_record(parts[0]["setup"])
+    # Time-based: each part's read checked that it covered what its write moved (its own row's flags).
+    result["expected_bytes"] = None if cell.runtime else cell.size * cell.streams * len(hosts)
     more = {"parts": rows, "parts_timeseries": [p.get("timeseries", {}) for p in parts], "hosts": per_host}
     record = measurement_record(cell, op, result, target, timeseries=series, **more)
     record["row"]["host"] = ALL_HOSTS
-    # Time-based: each part's read checked that it covered what its write moved (its own row's flags).
-    expected = None if cell.runtime else cell.size * cell.streams * len(hosts)
-    flags = flags_for(record["row"], expected, result["streams"]).split(";")
-    record["row"]["flags"] = ";".join([f for f in flags if f] + series_flags(series))
     return record
 
 

@@ -18,7 +18,7 @@ from fsbench.engines import metadata
 from fsbench.engines.job import Job, Stream
 from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
 from fsbench.engines.registry import run_engine, run_mixed
-from fsbench.rows import COLUMNS, flags_for, rate
+from fsbench.rows import COLUMNS, flags_for, rate, with_flags
 from fsbench.storage import arrays, cache, devices, telemetry
 from fsbench.storage.arrays import Target
 
@@ -183,10 +183,6 @@ def series_flags(ts: dict) -> list[str]:
     return found
 
 
-def _with_flags(flags: str, more: list[str]) -> str:
-    return ";".join([f for f in flags.split(";") if f] + more)
-
-
 def _row(cell: CellSpec, op: str, result: dict, target: Target, workload: str = "io") -> dict:
     """One row of measurements.csv: the cell's columns, and the figure an engine (or the metadata test) gave."""
     settings = cell.as_record()
@@ -216,7 +212,7 @@ def measurement_record(cell: CellSpec, op: str, result: dict, target: Target, **
     row = _row(cell, op, result, target)
     row["flags"] = flags_for(row, result.get("expected_bytes", cell.size * cell.streams), result["streams"])
     ts = extra.pop("timeseries", None) or series_of(cell, result)
-    row["flags"] = _with_flags(row["flags"], series_flags(ts))
+    row["flags"] = with_flags(row["flags"], series_flags(ts))
     return {
         "row": row,
         "timeseries": ts,
@@ -344,7 +340,7 @@ def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: lis
         row = _row(cell, op, result, target)
         series[op] = series_of(cell, result)
         # a mix moves its share of the cell's bytes each way
-        row["flags"] = _with_flags(flags_for(row, row["bytes"]), series_flags(series[op]))
+        row["flags"] = with_flags(flags_for(row, row["bytes"]), series_flags(series[op]))
         rows.append(row)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)

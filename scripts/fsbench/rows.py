@@ -69,3 +69,8 @@ def flags_for(row: dict, expected_bytes: int | None, streams: list[dict] = ()) -
     if cache_hit(row["op"], row["bytes"], row.get("device_bytes", math.nan)):
         flags.append("cache-hit")
     return ";".join(flags)
+
+
+def with_flags(flags: str, more: list[str]) -> str:
+    """`flags` (`;`-separated) with `more` appended."""
+    return ";".join([f for f in flags.split(";") if f] + more)
