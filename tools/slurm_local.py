@@ -13,6 +13,7 @@ to this host, 10.231.0.N) and a UTS namespace naming it, so that its jobs see th
 share this machine's kernel, disks and files, as nodes share a parallel filesystem.
 """
 
+import contextlib
 import os
 import shutil
 import signal
@@ -176,6 +177,12 @@ def remove_namespaces(base: Path) -> list[str]:
     made = base / "namespaces"
     names = made.read_text().split() if made.exists() else []
     for node in names:
+        # A job step killed or cancelled there can leave its processes behind (proctrack/linuxproc loses a
+        # process reparented to init): they would hold the namespace, and its veth, past the delete.
+        pids = subprocess.run(["ip", "netns", "pids", node], capture_output=True, text=True).stdout.split()
+        for pid in map(int, pids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         subprocess.run(["ip", "netns", "delete", node], capture_output=True)
     made.unlink(missing_ok=True)
     return [f"netns {node}" for node in names]
