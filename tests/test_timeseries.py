@@ -118,6 +118,16 @@ def test_stonewall_is_what_every_host_had_moved_when_the_first_finished():
     )
     assert (wall["first_done_s"], wall["last_done_s"], wall["tail_s"]) == (2.0, 4.0, 2.0)
     assert wall["stonewall_bytes"] == 300 and wall["stonewall_mb_s"] == 300 / 2 / 1e6
+    # The first host's series starts a little after the host did (its first write, not its launch): done is done,
+    # all 200 of its bytes count, not what its series' clock had reached by the host's end.
+    late = fast | {"start": 10.05}
+    wall = timeseries.stonewall(
+        {
+            "a": {"start": 10.0, "end": 12.0, "bytes": 200, "timeseries": late},
+            "b": {"start": 10.0, "end": 14.0, "bytes": 200, "timeseries": slow},
+        }
+    )
+    assert wall["stonewall_bytes"] == 300
 
 
 def test_a_straggler_is_far_below_the_other_hosts():

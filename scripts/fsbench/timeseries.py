@@ -219,10 +219,12 @@ def stonewall(hosts: dict[str, dict]) -> dict:
     done = {name: h["end"] - t0 for name, h in hosts.items()}
     first = min(done.values())
     moved = 0.0
-    for h in hosts.values():
+    for name, h in hosts.items():
         ts = h.get("timeseries")
-        if ts:
-            moved += moved_by(ts, first - (ts["start"] - t0))
+        if done[name] <= first:  # done by then: all of it (its series' clock may end a little past its end)
+            moved += h["bytes"]
+        elif ts:
+            moved += min(h["bytes"], moved_by(ts, first - (ts["start"] - t0)))
         else:  # no series (dd): evenly over its run, the best guess there is
             took = h["end"] - h["start"]
             moved += h["bytes"] * min(1.0, max(0.0, first - (h["start"] - t0)) / took) if took > 0 else h["bytes"]
