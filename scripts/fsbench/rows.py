@@ -6,24 +6,15 @@ import math
 from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
 from fsbench.storage.telemetry import cache_hit
 
+# Where a measurement was made; what makes two measurements the same test (besides op); the metadata test's own.
+PLACE = ["campaign", "host", "array", "target", "fs_type", "workload", "op"]
+TEST = ["pattern", "block_size", "direct", "streams", "iodepth", "shared_file"]
+META_TEST = ["files", "file_size", "dirs"]
 # The columns of measurements.csv and baselines.csv, in order (docs/contract.md).
 COLUMNS = [
-    "campaign",
-    "host",
-    "array",
-    "target",
-    "fs_type",
-    "workload",
-    "op",
-    "pattern",
-    "block_size",
-    "direct",
-    "streams",
-    "iodepth",
-    "shared_file",
-    "files",
-    "file_size",
-    "dirs",
+    *PLACE,
+    *TEST,
+    *META_TEST,
     "rep",
     "bytes",
     "seconds",

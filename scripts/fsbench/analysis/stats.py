@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from fsbench.rows import TEST
 from fsbench.sizes import format_size
 
 # What makes two measurements the same test (besides op).
-TEST = ["pattern", "block_size", "direct", "streams", "iodepth", "shared_file"]
 KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]
 # Raw and filesystem rows are compared within this cell (raw has its own target and fs_type).
 CELL = ["campaign", "host", "array", "op", *TEST]

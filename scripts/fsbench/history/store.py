@@ -20,29 +20,13 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from fsbench.rows import META_TEST, PLACE, TEST
+
 from .series import plain
 
 BUSY_SECONDS = 600  # how long an SQLite append waits for another one to finish
-IDENTITY = [
-    "campaign",
-    "host",
-    "array",
-    "target",
-    "workload",
-    "op",
-    "pattern",
-    "block_size",
-    "direct",
-    "streams",
-    "iodepth",
-    "shared_file",
-    "files",
-    "file_size",
-    "dirs",
-    "rep",
-    "started_at",
-    "engine",
-]
+# What tells one stored row from another (its id is their hash: keep the order).
+IDENTITY = [*(c for c in PLACE if c != "fs_type"), *TEST, *META_TEST, "rep", "started_at", "engine"]
 SCHEMA_VERSION = 1
 
 meta = sa.MetaData()
