@@ -23,30 +23,27 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# The headless browser tests/test_campaign.py opens report.html in. Installed where missing, like the tools
-# above, but nothing else needs it: if it cannot be installed, setup goes on and that one test skips.
-if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1 \
-    && ! command -v google-chrome >/dev/null 2>&1; then
+# What only some tests need, installed where missing like the tools above; if it cannot be, setup goes on and
+# those tests skip. optional PACKAGE WHAT TESTS FOUND-COMMAND...
+optional() {
+  local pkg=$1 what=$2 tests=$3
+  shift 3
+  "$@" >/dev/null 2>&1 && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing the report test's headless browser: chromium"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null \
-      || echo "setup: could not install chromium — the report's browser test will skip" >&2
+    echo "setup: installing $what: $pkg"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg"; } >/dev/null \
+      || echo "setup: could not install $pkg — $tests will skip" >&2
   else
-    echo "setup: no chromium — the report's browser test will skip (apt-get install chromium, as root)" >&2
+    echo "setup: no $pkg — $tests will skip (apt-get install $pkg, as root)" >&2
   fi
-fi
-
+}
+# The headless browser tests/test_campaign.py opens report.html in.
+optional chromium "the report test's headless browser" "the report's browser test" \
+  sh -c 'command -v chromium || command -v chromium-browser || command -v google-chrome'
 # PostgreSQL, for the history tests that start a throwaway server of their own (initdb + pg_ctl); Debian keeps
-# them in /usr/lib/postgresql/<version>/bin. A missing server only skips those tests, as chromium above.
-if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "setup: installing PostgreSQL for the history store tests: postgresql"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >/dev/null \
-      || echo "setup: could not install postgresql — the PostgreSQL store tests will skip" >&2
-  else
-    echo "setup: no PostgreSQL — its store tests will skip (apt-get install postgresql, as root)" >&2
-  fi
-fi
+# them in /usr/lib/postgresql/<version>/bin.
+optional postgresql "PostgreSQL for the history store tests" "the PostgreSQL store tests" \
+  sh -c 'command -v initdb || ls /usr/lib/postgresql/*/bin/initdb'
 
 py=${PYTHON:-python3}
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
