@@ -10,21 +10,21 @@ from snakemake_interface_executor_plugins.settings import ExecMode
 
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
-from fsbench import cells as campaign_cells
-from fsbench import config as campaign_config
+from fsbench.campaign import cells as campaign_cells
+from fsbench.campaign import config as campaign_config
 from fsbench.engines import capabilities
-from fsbench.cells import ALL_HOSTS, LOCAL
+from fsbench.campaign.cells import ALL_HOSTS, LOCAL
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
-from fsbench.hosts import (
+from fsbench.cluster.hosts import (
     array_dir,
     one_host_at_a_time,
     release_on,
     short_hostname,
     workdirs_here,
 )
-from fsbench.plan import WILDCARDS, Plan, forget_device_state
-from fsbench.records import read_json
+from fsbench.campaign.plan import WILDCARDS, Plan, forget_device_state
+from fsbench.toolkit.records import read_json
 
 try:
     CAMPAIGN = campaign_config.validate(config)
@@ -53,7 +53,7 @@ def analysis_code():
     scripts = Path(workflow.basedir) / "scripts"
     files = sorted((scripts / "fsbench" / "analysis").glob("*.py"))
     files += [
-        scripts / "fsbench" / "rows.py",
+        scripts / "fsbench" / "measurement" / "rows.py",
         scripts / "aggregate.py",
         scripts / "plot.py",
     ]

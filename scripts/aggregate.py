@@ -15,7 +15,7 @@ from fsbench.analysis.hosts import hosts_blocks, with_hosts_html, with_hosts_mar
 from fsbench.analysis.series import timeseries_table
 from fsbench.analysis.stats import summarize, summarize_baselines
 from fsbench.analysis.summary import summary_html, summary_markdown
-from fsbench.step_report import run_step
+from fsbench.toolkit.run_step import run_step
 
 
 def aggregate(records, baselines, out, campaign):

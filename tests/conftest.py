@@ -18,7 +18,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from fsbench.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
+from fsbench.measurement.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"

@@ -15,8 +15,8 @@ from PIL import Image
 
 from fsbench.analysis.document import number
 from fsbench.analysis.validity import INVALIDATING
-from fsbench.rows import COLUMNS
-from fsbench.sizes import parse_size
+from fsbench.campaign.sizes import parse_size
+from fsbench.measurement.rows import COLUMNS
 
 from conftest import REPO, SNAKEMAKE, held, needs_root, private_scratch, run_campaign
 

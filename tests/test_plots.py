@@ -7,7 +7,7 @@ from fsbench.analysis import plots
 from fsbench.analysis.compare import comparisons
 from fsbench.analysis.plots import _beside_baselines, _efficiency, _throughput, plot_campaign
 from fsbench.analysis.stats import summarize, summarize_baselines
-from fsbench.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS
 
 from conftest import seed_baseline
 

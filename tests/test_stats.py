@@ -16,7 +16,7 @@ from fsbench.analysis.stats import (
     summarize_baselines,
 )
 from fsbench.analysis.summary import summary_html, summary_markdown
-from fsbench.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS
 
 from conftest import frame, seed_baseline
 from conftest import row as measurement

@@ -6,8 +6,8 @@ import pandas as pd
 
 from fsbench.analysis.stats import TEST, flag_above_raw
 from fsbench.analysis.validity import with_validity
-from fsbench.records import read_json
-from fsbench.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS
+from fsbench.toolkit.records import read_json
 
 # Beyond the contract's columns: what made each figure, and where its full record is; then whether the figure is
 # valid and why not (fsbench.validity), judged here from the flags so that old records need no new measurement.

@@ -13,7 +13,7 @@ import pandas as pd
 
 from fsbench.engines.ddlog import parse_dd_log
 from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
-from fsbench.rows import COLUMNS, rate
+from fsbench.measurement.rows import COLUMNS, rate
 
 _TEXT_COLUMNS = [
     "campaign",

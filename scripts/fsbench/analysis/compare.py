@@ -24,7 +24,7 @@ from scipy.stats import t as student_t
 from fsbench.analysis.stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, cell_flags, is_metadata, sort_rows
 from fsbench.analysis.summary import UNDECIDED
 from fsbench.analysis.validity import NOT_COMPARABLE, side
-from fsbench.sizes import format_size
+from fsbench.campaign.sizes import format_size
 
 # comparisons.csv, in order. vs: what differs between a and b (target, block_size or run); that column is empty.
 COLUMNS = [

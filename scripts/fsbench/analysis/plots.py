@@ -40,7 +40,7 @@ from fsbench.analysis.stats import (  # noqa: E402
 )
 from fsbench.analysis.summary import UNDECIDED, baseline_parts, places, several  # noqa: E402
 from fsbench.analysis.validity import NOT_COMPARABLE, cell_reasons  # noqa: E402
-from fsbench.sizes import format_size  # noqa: E402
+from fsbench.campaign.sizes import format_size  # noqa: E402
 
 DPI = 110
 OPS = ["write", "read"]

@@ -19,8 +19,8 @@ import seaborn as sns  # noqa: E402
 
 from fsbench.analysis.aggregate import record_paths  # noqa: E402
 from fsbench.analysis.stats import label_of_test, sort_rows, split_flags, varying  # noqa: E402
-from fsbench.records import read_json  # noqa: E402
-from fsbench.rows import PLACE, TEST  # noqa: E402
+from fsbench.measurement.rows import PLACE, TEST  # noqa: E402
+from fsbench.toolkit.records import read_json  # noqa: E402
 
 CELL = [*PLACE, *TEST, "rep", "engine"]
 COLUMNS = [*CELL, "t_s", "interval_s", "bytes", "ops", "mb_s", "iops"]

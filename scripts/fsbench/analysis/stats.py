@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from fsbench.rows import TEST
-from fsbench.sizes import format_size
+from fsbench.campaign.sizes import format_size
+from fsbench.measurement.rows import TEST
 
 # What makes two measurements the same test (besides op).
 KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]

@@ -29,7 +29,7 @@ from fsbench.analysis.stats import (
     varying_words,
 )
 from fsbench.analysis.validity import INVALIDATING, NOT_COMPARABLE, cell_reasons
-from fsbench.sizes import format_size
+from fsbench.campaign.sizes import format_size
 
 LEGEND = (
     "MB/s = 10^6 bytes/s, as dd prints it. Each cell: median of n repetitions, "

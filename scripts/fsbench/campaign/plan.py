@@ -10,7 +10,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from fsbench.cells import (
+from fsbench.campaign.cells import (
     ALL_HOSTS,
     LOCAL,
     META_PATTERN,
@@ -27,8 +27,8 @@ from fsbench.cells import (
     targets,
     tests,
 )
+from fsbench.cluster.hosts import array_dir
 from fsbench.engines.capabilities import method_params
-from fsbench.hosts import array_dir
 
 # The wildcards of the rules, as regexes: what a path segment may be.
 WILDCARDS = {
@@ -138,7 +138,7 @@ class Plan:
             "array_spec": self.campaign["arrays"][array],
             # The fingerprint changes when anything that shapes the filesystem changes.
             "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
-            # Where the array's images, mount point and state live on the host (fsbench.hosts.array_dir).
+            # Where the array's images, mount point and state live on the host (fsbench.cluster.hosts.array_dir).
             "workdir": str(array_dir(self.campaign["scratch"], self.campaign["campaign"], array, host)),
         }
 

@@ -5,9 +5,9 @@ import sys
 import time
 import traceback
 
-from fsbench.config import ConfigError
+from fsbench.campaign.config import ConfigError
 from fsbench.storage.devices import DeviceError
-from fsbench.system import ToolError
+from fsbench.toolkit.system import ToolError
 
 # Failures whose message says it all; anything else is a bug and keeps its traceback.
 EXPECTED = (ConfigError, DeviceError, ToolError, OSError, ValueError)

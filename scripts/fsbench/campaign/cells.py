@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from fsbench.sizes import format_size, parse_size
+from fsbench.campaign.sizes import format_size, parse_size
 
 # Filesystems that span several devices themselves (no md in between).
 SPANNING = {"btrfs"}

@@ -12,13 +12,13 @@ import shutil
 import socket
 from pathlib import Path
 
-from fsbench import provenance, timeseries
-from fsbench.cells import MIXED, CellSpec
+from fsbench.campaign.cells import MIXED, CellSpec
 from fsbench.engines import metadata
 from fsbench.engines.job import Job, Stream
 from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
 from fsbench.engines.registry import run_engine, run_mixed
-from fsbench.rows import COLUMNS, flags_for, rate, with_flags
+from fsbench.measurement import provenance, timeseries
+from fsbench.measurement.rows import COLUMNS, flags_for, rate, with_flags
 from fsbench.storage import arrays, cache, devices, telemetry
 from fsbench.storage.arrays import Target
 

@@ -3,7 +3,7 @@
 import socket
 from pathlib import Path
 
-from fsbench.cells import ALL_HOSTS, LOCAL, hosts
+from fsbench.campaign.cells import ALL_HOSTS, LOCAL, hosts
 from fsbench.storage.devices import DeviceError
 
 
@@ -15,7 +15,7 @@ def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Pat
 
 
 def part_host(host: str) -> str:
-    """The host segment of a host's own folder for its share of all-hosts cells (fsbench.all_hosts)."""
+    """The host segment of a host's own folder for its share of all-hosts cells (fsbench.measurement.all_hosts)."""
     return f"{ALL_HOSTS}-{host}"
 
 
@@ -25,7 +25,7 @@ def short_hostname() -> str:
 
 def workdirs_here(config: dict) -> list[Path]:
     """Every folder of the campaign that may hold something on this host: its arrays as measured from here,
-    its share of all-hosts cells, and the file all hosts share (fsbench.all_hosts.shared_folder). Another
+    its share of all-hosts cells, and the file all hosts share (fsbench.measurement.all_hosts.shared_folder). Another
     node's folders are released on that node."""
     here = short_hostname()
     names = [h for h in hosts(config) if h in (LOCAL, here)] + [part_host(here), ALL_HOSTS]
