@@ -228,8 +228,6 @@ def _check_semantics(config: dict) -> None:
         # 0: empty files (mdtest-easy's); parse_size takes sizes above zero only.
         empty = meta["file_size"] in (0, "0", "0B")
         meta["file_size"] = 0 if empty else _size(meta["file_size"], "metadata.file_size")
-    if config["io500"] is not None:
-        _check_io500(config)
     allowed_devices = {os.path.realpath(d) for d in config["allow_destroy"]}
     for name, array in config["arrays"].items():
         _check_array(config, name, array, allowed_devices)
@@ -237,6 +235,8 @@ def _check_semantics(config: dict) -> None:
             raise _fail(f"arrays.{name}", array["kind"], _nothing_to_measure(array))
         if meta is not None and array["kind"] == "loop":
             _check_inodes(config, name, array)
+    if config["io500"] is not None:  # after the arrays: it asks what each measures
+        _check_io500(config)
 
 
 def _check_io500(config: dict) -> None:

@@ -72,7 +72,10 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
         parts = [run.read_part(record_dir, name, phase) | {"host": name} for name in names]
         command = " ".join(argv)
     else:
-        parts = [run.part(spec, phase, time.time() + LOCAL_DELAY, 0, items, record_dir / f"{cell.host}-{phase}.json")]
+        start_at = time.time() + LOCAL_DELAY
+        parts = [
+            run.part(spec, phase, start_at, 0, items, record_dir / f"{cell.host}-{phase}.json") | {"host": cell.host}
+        ]
         command = f"fsbench io500 {phase}: {p} forked process(es) on this host"
     procs = [q for part in parts for q in part["processes"]]
     record = figure(cell, phase, procs, parts, items, nprocs, made)

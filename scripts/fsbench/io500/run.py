@@ -226,7 +226,16 @@ def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: f
     close(write)
     t2 = time.time()
     record = {"rank": rank, "items": done, "bytes": done * item_bytes(spec, phase), "start": t0, "end": t1}
-    return record | {"end_durable": t2} | ({"at_stonewall": stopped} if stonewall else {})
+    return record | {"end_durable": t2} | ({"at_stonewall": stopped} if stonewall else {}) | _whose(spec, phase, rank)
+
+
+def _whose(spec: dict, phase: str, rank: int) -> dict:
+    """Whose data a process read, stat'ed or deleted (io.read_from): the rank and the host that wrote it."""
+    if phase in ph.WRITES or phase == "find":
+        return {}
+    p, hosts = spec["io500"]["processes"], spec["hosts"]
+    other = ph.partner(rank, p * len(hosts), ph.read_shift(p, len(hosts), spec["read_from"]))
+    return {"of_rank": other, "of_host": hosts[other // p]}
 
 
 def _worker(args, results):
@@ -243,7 +252,7 @@ def part(spec: dict, phase: str, start_at: float, host_index: int, items: int, r
     p = spec["io500"]["processes"]
     nprocs = p * len(spec["hosts"])
     ranks = range(host_index * p, (host_index + 1) * p)
-    found = {"host": short_hostname(), "phase": phase}
+    found = {"host": short_hostname(), "hostname": short_hostname(), "phase": phase}
     if phase in ph.COLD:
         cache.drop_cache([])
         found["cold"] = "sync; echo 3 > /proc/sys/vm/drop_caches"
