@@ -19,7 +19,7 @@ from fsbench.engines import fio, loops
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
 from fsbench.measurement import timeseries
-from fsbench.measurement.measure import judged_series, series_flags, series_of
+from fsbench.measurement.judgement import judged_series, series_flags, series_of
 from fsbench.storage import devices
 
 from conftest import BLKIO, needs_root, needs_throttle, ram_xfs_campaign, run_campaign
