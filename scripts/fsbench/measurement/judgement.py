@@ -2,7 +2,7 @@
 state), and the flags that judgement gives its row."""
 
 from fsbench.campaign.cells import CellSpec
-from fsbench.measurement import timeseries
+from fsbench.toolkit import timeseries
 
 
 def series_of(cell: CellSpec, result: dict) -> dict:

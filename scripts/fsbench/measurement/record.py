@@ -4,11 +4,11 @@ it (the row, its series, the command, the cell, the setup and the machine)."""
 import socket
 
 from fsbench.campaign.cells import CellSpec
-from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
 from fsbench.measurement import provenance
 from fsbench.measurement.judgement import series_flags, series_of
 from fsbench.measurement.rows import COLUMNS, flags_for, rate, with_flags
 from fsbench.storage.arrays import Target
+from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS
 
 
 def row_of(cell: CellSpec, op: str, result: dict, target: Target, workload: str = "io") -> dict:
