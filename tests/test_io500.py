@@ -12,9 +12,9 @@ import pytest
 from fsbench.campaign.cells import CellSpec, io500_places
 from fsbench.campaign.config import ConfigError, validate
 from fsbench.campaign.plan import Plan
-from fsbench.campaign.sizes import format_size
 from fsbench.io500 import launch
 from fsbench.io500 import phases as ph
+from fsbench.toolkit.sizes import format_size
 
 from conftest import needs_root, run_campaign
 
