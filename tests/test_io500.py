@@ -200,6 +200,7 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     data.mkdir()
     c = campaign(data, scratch=str(scratch / "s"))
     c["io500"]["stonewall-time"] = 5  # far beyond these sizes: every phase writes all it may
+    c["io"] |= {"streams": [2], "read_from": "other"}  # the block I/O cell too reads the other stream's file
     run_campaign(tmp_path, c)
     res = tmp_path / "results" / "io5"
     df = pd.read_csv(res / "io500.csv", keep_default_na=False)
@@ -223,4 +224,7 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     assert [(q["rank"], q["of_rank"]) for q in reads["processes"]] == [(0, 1), (1, 0)]  # the other stream's file
     assert reads["cached_before"] <= 0.02  # cold, and measured so
     assert "## IO500 phases" in (res / "summary.md").read_text()
+    io_read = pd.read_json(res / "runs/local/p/path/seq-1MiB-buffered-2s/rep1/read.json", typ="series")
+    assert [(w["stream"], w["written_by"]) for w in io_read["read_from"]] == [(0, "stream 1"), (1, "stream 0")]
+    assert io_read["read_from"][0]["read"].endswith("-1.dat") and io_read["row"]["bytes"] == 2 * 4 * 2**20
     assert os.listdir(data) == []

@@ -173,6 +173,9 @@ def _check_semantics(config: dict) -> None:
             )
     if "runtime" in io:
         _check_runtime(io)
+        if io.get("read_from") == "other" and "rand" in io["patterns"]:
+            allowed = "self with io.runtime and a rand pattern (a timed random write's blocks are its stream's own)"
+            raise _fail("io.read_from", "other", allowed)
     if "log_interval" in io:
         try:
             io["log_interval"] = parse_duration(io["log_interval"])

@@ -73,6 +73,14 @@ def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str
     time.sleep(max(0.0, start_at - time.time()))
     if op == "write":
         record = measure_write(arrays.Target(state), cell, workdir)
+    elif cell.read_from == "other":  # IOR -C: host i reads what host i+1 wrote, from its own client
+        other = cell.hosts[(cell.hosts.index(host) + 1) % len(cell.hosts)]
+        if cell.shared_by_hosts:
+            cell = replace(cell, slot_base=cell.hosts.index(other) * cell.streams)
+        written = read_json(Path(record_dir) / f"{other}-write.json")
+        record = measure_read(written, cell, workdir, other_host=other if other != host else None)
+        # no release here: another host may still be reading this host's files; the reader deletes them, and
+        # the release step (or the run's end) clears this host's folder
     else:
         record = measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
         devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
@@ -121,6 +129,8 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     record_dir.mkdir(parents=True, exist_ok=True)
     if cell.shared_file:
         cell = _share(cell, hosts, op, scratch)
+    elif cell.read_from == "other":
+        cell = replace(cell, hosts=tuple(hosts))  # each part finds the next host's write among them
     spec = record_dir / "cell.json"
     spec.write_text(json.dumps(cell.as_record()))
     for host in hosts:

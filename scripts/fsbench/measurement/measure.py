@@ -9,6 +9,7 @@ Every function checks that the target is in the state the cell needs before it t
 import errno
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from fsbench.campaign.cells import MIXED, CellSpec
@@ -130,16 +131,24 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
     return record
 
 
-def measure_read(write_record: dict, cell: CellSpec, workdir) -> dict:
-    """Read back exactly what the write made, from a cache emptied and then measured."""
+def measure_read(write_record: dict, cell: CellSpec, workdir, other_host: str | None = None) -> dict:
+    """Read back exactly what the write made, from a cache emptied and then measured. With io.read_from other:
+    on one host stream i reads what stream i+1 wrote; an all-hosts part reads `other_host`'s write record."""
     target = Target.from_record(write_record["setup"])
     ready_for_io(target, cell, workdir)
     job = job_for(target, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
-    for stream, ident in zip(job.streams, write_record["identity"], strict=True):
-        check_identity(stream, ident)
+    identity, whose = write_record["identity"], None
+    if cell.read_from == "other" and other_host is None:
+        job, identity, whose = read_other_stream(job, identity)
+    elif other_host is not None:
+        whose = [
+            {"stream": i, "read": s.path, "written_by": f"{other_host} stream {i}"} for i, s in enumerate(job.streams)
+        ]
+    for stream, ident in zip(job.streams, identity, strict=True):
+        check_identity(stream, ident, other_host is not None)
     how = make_cold(job, cell.cache, target, workdir)
-    for stream, ident in zip(job.streams, write_record["identity"], strict=True):
-        check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
+    for stream, ident in zip(job.streams, identity, strict=True):
+        check_identity(stream, ident, other_host is not None)  # again: a remount must still find the same data
     cached = [cache.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
     if cell.pattern in MIXED:
         return _measure_mix(job, cell, target, how, cached)
@@ -150,7 +159,23 @@ def measure_read(write_record: dict, cell: CellSpec, workdir) -> dict:
     result |= telemetry.columns("read", result["bytes"], found)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
-    return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached)
+    more = {"read_from": whose} if whose else {}
+    return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached, **more)
+
+
+def read_other_stream(job: Job, identity: list) -> tuple[Job, list, list]:
+    """IOR's -C on one host: stream i reads what stream i+1 wrote (its file, region or slot, and as many blocks),
+    so that no stream reads pages it wrote itself. Returns the job, the identities in its new order, and who
+    read what."""
+    n = len(job.streams)
+    order = [(i + 1) % n for i in range(n)]
+    moved = replace(
+        job,
+        streams=tuple(job.streams[k] for k in order),
+        counts=tuple(job.counts[k] for k in order) if job.counts else (),
+    )
+    whose = [{"stream": i, "read": job.streams[k].path, "written_by": f"stream {k}"} for i, k in enumerate(order)]
+    return moved, [identity[k] for k in order], whose
 
 
 def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: list) -> dict:
