@@ -228,3 +228,25 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     assert [(w["stream"], w["written_by"]) for w in io_read["read_from"]] == [(0, "stream 1"), (1, "stream 0")]
     assert io_read["read_from"][0]["read"].endswith("-1.dat") and io_read["row"]["bytes"] == 2 * 4 * 2**20
     assert os.listdir(data) == []
+
+
+@needs_root
+def test_every_phase_runs_through_the_all_hosts_launcher(tmp_path):
+    """The path a cluster takes (host all: `python -m fsbench io500-part` per host, here this host alone):
+    every phase's host record comes back, reads name the process (and host) whose data they read."""
+    from fsbench.cluster.hosts import short_hostname
+
+    data = tmp_path / "data"
+    data.mkdir()
+    here = short_hostname()
+    c = validate(campaign(data, hosts=[here]))
+    cell = CellSpec.from_params(Plan(c).cell_spec("all", "p", "path", "io500", 1))
+    before = {"step": "prepare_array"}
+    for phase in ph.PHASES:
+        before = launch.phase_step(cell, phase, before, [here], tmp_path / "hosts")
+        assert list(before["hosts"]) == [here] and before["valid"] == (phase not in ph.WRITES), before
+        if phase == "mdtest-hard-read":
+            procs = before["hosts"][here]["processes"]
+            assert [(q["rank"], q["of_rank"], q["of_host"]) for q in procs] == [(0, 1, here), (1, 0, here)]
+            assert before["amount"] == 2 * 15
+    assert not list(data.iterdir())
