@@ -167,7 +167,7 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
     assert (
         records["ior-hard-read"]["amount"] == records["ior-hard-write"]["amount"] == made["ior-hard-write"] * 2 * 47008
     )
-    assert records["find"]["amount"] == 2 * (made["mdtest-easy-write"] + made["mdtest-hard-write"])
+    assert records["find"]["amount"] == 2 * (made["mdtest-easy-write"] + made["mdtest-hard-write"]) + 2 + 1
     assert records["mdtest-hard-delete"]["amount"] == 2 * made["mdtest-hard-write"]
     assert not list(data.iterdir())  # the last phase leaves nothing
 
@@ -218,7 +218,7 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     assert not v.loc["score", "valid"]
     runs = res / "runs" / "local" / "p" / "path" / "io500" / "rep1"
     rec = {p: pd.read_json(runs / f"{p}.json", typ="series") for p in ph.PHASES}
-    assert rec["find"]["amount"] == 2 * (20 + 15)  # what mdtest-easy and -hard created
+    assert rec["find"]["amount"] == 2 * (20 + 15) + 2 + 1  # what mdtest-easy and -hard made, and the ior files
     assert rec["ior-easy-write"]["amount"] == 2 * 2**20 == rec["ior-easy-read"]["amount"]
     reads = rec["ior-easy-read"]["hosts"]["local"]
     assert [(q["rank"], q["of_rank"]) for q in reads["processes"]] == [(0, 1), (1, 0)]  # the other stream's file
