@@ -56,6 +56,23 @@ def campaign(path, **over) -> dict:
             lambda c: c.update(arrays={"d": {"kind": "loop", "size": "64MiB"}}),
             r"'io500': value 'arrays.d: raw'.*a raw target has none",
         ),
+        (
+            lambda c: (
+                c.update(arrays={"d": {"kind": "loop", "size": "64MiB"}}, filesystems={"e": {"type": "ext4"}})
+                or c["io500"]["ior-easy"].update(blockSize="64MiB")
+            ),
+            r"'arrays.d.size': value '64MiB' .*at least 1\d\dMiB for what io500's phases write",
+        ),
+        (
+            lambda c: (
+                c.update(
+                    arrays={"d": {"kind": "loop", "size": "2GiB"}},
+                    filesystems={"e": {"type": "ext4", "mkfs": ["-T", "largefile4"]}},
+                )
+                or c["io500"]["mdtest-easy"].update(n=1000)
+            ),
+            r"'filesystems.e.mkfs'.*at least 2\d\d\d inodes for io500's files",
+        ),
     ],
 )
 def test_bad_io500_settings_are_refused_naming_key_value_and_what_is_allowed(tmp_path, change, message):

@@ -21,6 +21,10 @@ from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
 from fsbench.toolkit.sizes import ALLOWED as SIZE_ALLOWED
 from fsbench.toolkit.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
 
+# IO500's fixed sizes (fsbench.io500.phases sits above this layer): ior-hard's transfer, mdtest-hard's file.
+IOR_HARD_TRANSFER = 47008
+MDTEST_HARD_BYTES = 3901
+
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schema.yaml"
 
 # Space a filesystem needs beyond its data (journal, metadata, reserved blocks),
@@ -251,10 +255,23 @@ def _check_io500(config: dict) -> None:
     if easy["blockSize"] % easy["transferSize"]:
         allowed = f"a multiple of io500.ior-easy.transferSize ({format_size(easy['transferSize'])})"
         raise _fail("io500.ior-easy.blockSize", format_size(easy["blockSize"]), allowed)
-    for name in config["arrays"]:
+    p = io500["processes"]
+    files = p * (io500["mdtest-easy"]["n"] + io500["mdtest-hard"]["n"] + 1) + 1
+    data = p * (easy["blockSize"] + io500["ior-hard"]["segmentCount"] * IOR_HARD_TRANSFER)
+    need = data + space_needed(p * io500["mdtest-hard"]["n"], MDTEST_HARD_BYTES) + space_needed(files, 0)
+    for name, array in config["arrays"].items():
         if targets(config, name) == ["raw"]:
             allowed = "a filesystem or a path array: IO500's phases make files, a raw target has none"
             raise _fail("io500", f"arrays.{name}: raw", allowed)
+        # A loop image of one member must hold what the phases write (the filesystem's own share beside it).
+        if array["kind"] == "loop" and array["members"] == 1 and array["size"] * (1 - FS_OVERHEAD) < need:
+            allowed = f"at least {-(-int(need / (1 - FS_OVERHEAD)) // 2**20)}MiB for what io500's phases write"
+            raise _fail(f"arrays.{name}.size", format_size(array["size"]), allowed)
+        for target in targets(config, name) if array["kind"] == "loop" and array["members"] == 1 else []:
+            fs = config["filesystems"].get(target)
+            if fs and fs["type"] in ("ext2", "ext3", "ext4") and ext_inodes(fs["mkfs"], array["size"]) < files + 16:
+                allowed = f"options that give at least {files + 16} inodes for io500's files on arrays.{name}"
+                raise _fail(f"filesystems.{target}.mkfs", fs["mkfs"], allowed)
 
 
 REQUIRED = "required"  # in the schema's x-kinds: a key the campaign must give
