@@ -267,3 +267,21 @@ def test_every_phase_runs_through_the_all_hosts_launcher(tmp_path):
             assert [(q["rank"], q["of_rank"], q["of_host"]) for q in procs] == [(0, 1, here), (1, 0, here)]
             assert before["amount"] == 2 * 15
     assert not list(data.iterdir())
+
+
+@needs_root  # the cold default drops the kernel's caches
+def test_metadata_cache_warm_drops_nothing_and_empty_files_are_made(tmp_path):
+    """metadata.cache warm (as mdtest runs) says so in the record; cold drops before stat and read."""
+    from fsbench.measurement import steps
+
+    base = {"arrays": {"p": {"kind": "path", "path": str(tmp_path)}}, "io": {"repeats": 1}, "scratch": str(tmp_path)}
+    found = {}
+    for how in ("warm", "cold"):
+        c = validate(base | {"metadata": {"files": 20, "file_size": 0, "dirs": 1, "cache": how}})
+        cell = CellSpec.from_params(Plan(c).cell_spec("local", "p", "path", "meta-20f-0B-1d-end-1s", 1))
+        setup = steps.prepare_array(cell.array_spec, "p", "local", cell.workdir)
+        found[how] = steps.metadata_step(cell, setup, cell.workdir)
+    assert set(found["warm"]["cold"].values()) == {"warm: no drop (metadata.cache warm)"}
+    assert all("drop_caches" in v for v in found["cold"]["cold"].values())
+    rows = {r["op"]: r for r in found["warm"]["rows"]}
+    assert rows["create"]["ops"] == 20 and rows["read"]["bytes"] == 0
