@@ -79,14 +79,27 @@ def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str
             cell = replace(cell, slot_base=cell.hosts.index(other) * cell.streams)
         written = read_json(Path(record_dir) / f"{other}-write.json")
         record = measure_read(written, cell, workdir, other_host=other if other != host else None)
-        # no release here: another host may still be reading this host's files; the reader deletes them, and
-        # the release step (or the run's end) clears this host's folder
     else:
         record = measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
-        devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
     record["row"]["host"] = f"{host}@{ALL_HOSTS}"
     write_json(Path(record_dir) / f"{host}-{op}.json", record)
+    if op == "read":
+        if cell.read_from == "other" and not cell.shared_by_hosts:
+            _wait_for_reads(cell.hosts, Path(record_dir))  # another host reads this host's files: let it finish
+        devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
     return record["row"]
+
+
+READ_WAIT_S = 3600.0  # the most a part waits for the others' reads (srun kills every part when one fails)
+
+
+def _wait_for_reads(hosts, record_dir: Path) -> None:
+    """Until every host's read record is there (each written once that host's read is done)."""
+    deadline = time.time() + READ_WAIT_S
+    while not all((record_dir / f"{h}-read.json").exists() for h in hosts):
+        if time.time() > deadline:
+            raise devices.DeviceError(f"the other hosts' reads did not finish within {READ_WAIT_S:.0f} s")
+        time.sleep(0.1)
 
 
 def part_argv(hosts: list[str], args: list[str], command: str = "part") -> list[str]:
