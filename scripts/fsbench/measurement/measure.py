@@ -21,9 +21,9 @@ from fsbench.measurement.cold import make_cold
 from fsbench.measurement.identity import check_identity, head, ready_for_io
 from fsbench.measurement.judgement import series_flags, series_of
 from fsbench.measurement.record import measurement_record, row_of
-from fsbench.measurement.rows import flags_for, with_flags
 from fsbench.storage import cache, devices, telemetry
 from fsbench.storage.arrays import Target
+from fsbench.toolkit import flags
 
 
 def measure_metadata(target: Target, cell: CellSpec, workdir) -> dict:
@@ -52,7 +52,7 @@ def measure_metadata(target: Target, cell: CellSpec, workdir) -> dict:
     rows = []
     for phase, figure in found["phases"].items():
         row = row_of(cell, phase, figure, target, workload="metadata")
-        row["flags"] = flags_for(row, figure["bytes"])
+        row["flags"] = flags.doubts(row, figure["bytes"])
         rows.append(row)
     return {
         "rows": rows,
@@ -166,7 +166,7 @@ def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: lis
         row = row_of(cell, op, result, target)
         series[op] = series_of(cell, result)
         # a mix moves its share of the cell's bytes each way
-        row["flags"] = with_flags(flags_for(row, row["bytes"]), series_flags(series[op]))
+        row["flags"] = flags.add(flags.doubts(row, row["bytes"]), series_flags(series[op]))
         rows.append(row)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)
