@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from fsbench.campaign import cells as campaign_cells
 from fsbench.campaign import config as campaign_config
-from fsbench.engines import capabilities
+from fsbench.engines import table
 from fsbench.campaign.cells import ALL_HOSTS, LOCAL
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
@@ -57,7 +57,9 @@ def analysis_code():
     """
     scripts = Path(workflow.basedir) / "scripts"
     package = scripts / "fsbench"
-    files = [f for part in ANALYSIS_PACKAGES for f in sorted((package / part).glob("*.py"))]
+    files = [
+        f for part in ANALYSIS_PACKAGES for f in sorted((package / part).glob("*.py"))
+    ]
     files += [package / f for f in ANALYSIS_MODULES]
     files += [scripts / "aggregate.py", scripts / "plot.py"]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
@@ -280,10 +282,10 @@ def plot_files(as_report_items=False):
     )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
     # An engine without per-call times (dd) gets no latency plots (its IOPS come from dd's records).
-    timed = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.LATENCY) is None
+    timed = table.why_not(CAMPAIGN["io"]["engine"], table.LATENCY) is None
     names += ["iops"] + (["latency", "latency_percentiles"] if timed else [])
     # Nor a time series (timeseries.csv has no rows for it).
-    series = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.TIMESERIES)
+    series = table.why_not(CAMPAIGN["io"]["engine"], table.TIMESERIES)
     names += ["timeseries"] if series is None else []
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []

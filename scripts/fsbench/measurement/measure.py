@@ -12,9 +12,8 @@ import shutil
 from pathlib import Path
 
 from fsbench.campaign.cells import MIXED, CellSpec
-from fsbench.engines import metadata
+from fsbench.engines import metadata, table
 from fsbench.engines.job import Job
-from fsbench.engines.registry import run_engine, run_mixed
 from fsbench.measurement import provenance
 from fsbench.measurement.cell_job import job_for
 from fsbench.measurement.cold import make_cold
@@ -96,7 +95,7 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
         )
     try:
         with telemetry.measured("write", _members(target)) as found:
-            result = run_engine(cell.engine, "write", job)
+            result = table.run(cell.engine, "write", job)
         if job.runtime:
             result["expected_bytes"] = None  # as much as the time allowed, up to io.size
         result |= telemetry.columns("write", result["bytes"], found)
@@ -141,7 +140,7 @@ def measure_read(write_record: dict, cell: CellSpec, workdir) -> dict:
     if cell.pattern in MIXED:
         return _measure_mix(job, cell, target, how, cached)
     with telemetry.measured("read", _members(target)) as found:
-        result = run_engine(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
+        result = table.run(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
     if job.counts:  # what the time-based write moved
         result["expected_bytes"] = sum(job.counts) * job.block_size
     result |= telemetry.columns("read", result["bytes"], found)
@@ -155,7 +154,7 @@ def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: lis
     and op write, of the same run."""
     members = _members(target)
     with telemetry.measured("read", members) as reads, telemetry.measured("write", members) as writes:
-        found = run_mixed(cell.engine, job, cell.rwmix_read)
+        found = table.run(cell.engine, "mixed", job, cell.rwmix_read)
     total = found["read"]["bytes"] + found["write"]["bytes"]
     rows, series = [], {}
     for op, seen in (("read", reads), ("write", writes)):
