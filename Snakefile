@@ -13,6 +13,7 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/cluster.smk"
 include: "rules/array.smk"
 include: "rules/filesystem.smk"
 include: "rules/measure.smk"
