@@ -114,13 +114,17 @@ def _size(value, key: str) -> int:
         raise _fail(key, value, SIZE_ALLOWED) from None
 
 
+def _duration(value, key: str) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise _fail(key, value, DURATION_ALLOWED) from None
+
+
 def _check_runtime(io: dict) -> None:
     """Time-based runs: io.size becomes the most a stream writes; an engine must be able to stop at the time and
     then read exactly what it wrote."""
-    try:
-        io["runtime"] = parse_duration(io["runtime"])
-    except ValueError:
-        raise _fail("io.runtime", io["runtime"], DURATION_ALLOWED) from None
+    io["runtime"] = _duration(io["runtime"], "io.runtime")
     engine = io["engine"]
     if why := table.why_not(engine, table.RUNTIME):
         raise _fail("io.engine", engine, f"{table.able(table.RUNTIME)} with io.runtime ({why}), or none")
@@ -174,10 +178,7 @@ def _check_semantics(config: dict) -> None:
     if "runtime" in io:
         _check_runtime(io)
     if "log_interval" in io:
-        try:
-            io["log_interval"] = parse_duration(io["log_interval"])
-        except ValueError:
-            raise _fail("io.log_interval", io["log_interval"], DURATION_ALLOWED) from None
+        io["log_interval"] = _duration(io["log_interval"], "io.log_interval")
     if config["precondition"] is not None:
         pre = config["precondition"]
         pre["block_size"] = _size(pre["block_size"], "precondition.block_size")

@@ -32,6 +32,12 @@ COLUMNS = [
 ]
 
 
+def rows_of(record: dict) -> list[dict]:
+    """The rows a step's record holds: its `rows` (a mix's read and write, the metadata test's phases, none for
+    a mix's layout), else its one `row`."""
+    return record["rows"] if "rows" in record else [record["row"]]
+
+
 def rate(nbytes: int, seconds: float) -> float:
     """MB/s as dd prints it: bytes / seconds / 10^6."""
     return nbytes / seconds / 1e6 if seconds > 0 else float("nan")
