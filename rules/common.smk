@@ -176,7 +176,7 @@ def plot_files(as_report_items=False):
     files = []
     for name in names:
         png = f"{RESULTS}/plots/{name}.png"
-        caption = f"{workflow.basedir}/report/{name}.rst"  # called from the Snakefile, not from here
+        caption = f"{workflow.basedir}/captions/{name}.rst"  # called from the Snakefile, not from here
         item = png
         if as_report_items:
             item = report(png, caption=caption, category="Plots")

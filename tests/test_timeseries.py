@@ -18,7 +18,7 @@ from fsbench.engines import fio, loops
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
 from fsbench.measurement.judgement import judged_series, series_flags, series_of
-from fsbench.report.all_hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
+from fsbench.report.per_host import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.storage import devices
 from fsbench.toolkit import timeseries
 
