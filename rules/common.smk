@@ -41,7 +41,7 @@ ANALYSIS_MODULES = ["measurement/rows.py"]
 
 def analysis_code():
     """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
-    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see README).
+    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see docs/guide.md).
     """
     scripts = Path(workflow.basedir) / "scripts"
     package = scripts / "fsbench"

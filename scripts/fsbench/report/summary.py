@@ -95,7 +95,7 @@ def verdict_blocks(comparisons: pd.DataFrame | None, source: str = "comparisons.
             "Verdicts, a relative to b: ratio = a's median / b's, its 95% interval and p from Welch's t-test "
             "on log(rate); faster or slower where the interval excludes 1 (p < 0.05). Writes are compared by "
             "their durable rate. Only valid figures answer: where a repeat of either side is not valid, the "
-            "comparison is not comparable (README: Valid figures)."
+            "comparison is not comparable (docs/guide.md: Valid figures)."
         )
     ]
     # The valid answers lead; those resting on a figure that is not valid follow, greyed, never as a verdict.
@@ -296,7 +296,7 @@ def _flags_said(*frames) -> list[str]:
             for flags in frame["flags"]:
                 for f in flag_names.names(flags):
                     found.setdefault(f, None)
-    # Which flags make a figure not valid is said with each (README: Valid figures).
+    # Which flags make a figure not valid is said with each (docs/guide.md: Valid figures).
     return [
         f"{f}: {MEANING.get(f, 'see measurements.csv')}{' (not valid)' if f in INVALIDATING else ' (a warning)'}"
         for f in found

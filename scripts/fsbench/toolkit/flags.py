@@ -36,7 +36,7 @@ WARNING = (
     STRAGGLER,  # one host of an all-hosts cell was slow: the cell's figure is what all hosts did
 )
 
-# What each flag says about a figure, as the summary explains it (README "How to read it").
+# What each flag says about a figure, as the summary explains it (docs/guide.md "How to read it").
 MEANING = {
     SHORT: "the figure took under a second: start-up and caches dominate, use a larger io.size",
     CACHED: "the read began with more than 2% of its file in the page cache",
