@@ -13,8 +13,8 @@ from fsbench.campaign.cells import ALL_HOSTS, CellSpec
 from fsbench.io500 import phases as ph
 from fsbench.io500 import run
 from fsbench.measurement import all_hosts, provenance
-from fsbench.measurement.rows import CACHED_LIMIT
 from fsbench.storage import devices
+from fsbench.toolkit.flags import CACHED_LIMIT
 from fsbench.toolkit.system import ToolError
 from fsbench.toolkit.system import run as run_cmd
 
