@@ -14,6 +14,7 @@ from fsbench.campaign.config import ConfigError, validate
 from fsbench.campaign.plan import Plan
 from fsbench.io500 import launch
 from fsbench.io500 import phases as ph
+from fsbench.io500.table import markdown, table
 from fsbench.toolkit.sizes import format_size
 
 from conftest import needs_root, run_campaign
@@ -285,3 +286,23 @@ def test_metadata_cache_warm_drops_nothing_and_empty_files_are_made(tmp_path):
     assert all("drop_caches" in v for v in found["cold"]["cold"].values())
     rows = {r["op"]: r for r in found["warm"]["rows"]}
     assert rows["create"]["ops"] == 20 and rows["read"]["bytes"] == 0
+
+
+def test_io500_csv_rows_and_the_phase_by_phase_comparison_of_targets():
+    """table(): 15 rows per target in IO500's order; the summary section names each target's score and, per
+    phase, the fastest target and the others' ratios to it."""
+    records = []
+    for target, scale in (("ext4", 1.0), ("ext4-noatime", 2.0)):
+        for p in ph.PHASES:
+            value = scale * (0.5 if p == "mdtest-hard-write" and target == "ext4-noatime" else 1.0)
+            cell = {"host": "local", "array": "d", "target": target}
+            records.append(
+                {"cell": cell, "phase": p, "value": value, "seconds": 1.0, "valid": True, "invalid_reasons": ""}
+            )
+    df = table(records)
+    assert list(df["target"].unique()) == ["ext4", "ext4-noatime"] and len(df) == 30
+    assert list(df[df.target == "ext4"]["phase"]) == [*ph.PHASES, "bw", "md", "score"]
+    md = markdown(df)
+    assert "### ext4: score 1" in md and "### ext4-noatime: score" in md
+    assert "- mdtest-hard-write: fastest ext4 (1); ext4-noatime 1.00×" in md
+    assert "- ior-easy-write: fastest ext4-noatime (2); ext4 0.50×" in md
