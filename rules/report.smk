@@ -161,5 +161,6 @@ rule history:
     params:
         store=CAMPAIGN["history"],
         context=CAMPAIGN["history_context"],
+        timeout=CAMPAIGN["history_timeout"],
     script:
         "../scripts/history.py"

@@ -2,6 +2,7 @@
 trend page of this campaign's cells (fsbench.history.report)."""
 
 import json
+import logging
 
 import pandas as pd
 
@@ -10,15 +11,17 @@ from fsbench.records import write_json
 from fsbench.step_report import run_step
 
 
-def append(measurements, provenance, where, context, trends):
+def append(measurements, provenance, where, context, timeout, trends):
+    if warning := store.lock_warning(where):
+        logging.getLogger("fsbench").warning("warning: %s", warning)
     with open(provenance) as f:
         prov = json.load(f)
     rows = series.entries(pd.read_csv(measurements), prov, context)
-    done = store.append(where, rows)
+    done = store.append(where, rows, timeout=timeout)
     mine = {e["series"] for e in rows}
-    points = series.points(store.load(where))
+    points = series.points(store.load(where, timeout))
     points = points[points["series"].isin(mine)] if len(points) else points
-    marks = store.load_marks(where)
+    marks = store.load_marks(where, timeout)
     report.page(points, changes.analyse(points, marks), marks, trends, "Trends of this campaign's cells", files=False)
     return done
 
@@ -30,6 +33,7 @@ done = run_step(
     snakemake.input.provenance,
     snakemake.params.store,
     snakemake.params.context,
+    snakemake.params.timeout,
     snakemake.output.trends,
     what="history",
 )

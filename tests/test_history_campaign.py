@@ -17,7 +17,7 @@ from browser import Browser, find_browser
 
 from fsbench.storage import devices
 
-from conftest import BLKIO, REPO, SNAKEMAKE, MiB, needs_root, needs_throttle
+from conftest import BLKIO, PG_PASSWORD, REPO, SNAKEMAKE, MiB, needs_root, needs_throttle
 
 pytestmark = [needs_root, needs_throttle, pytest.mark.e2e]
 
@@ -85,7 +85,17 @@ def check_changes(changes: pd.DataFrame):
     assert (throughput["ratio"] < 0.5).all() and (throughput["p_value"] < 0.01).all()
 
 
-def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_path, postgres):
+def no_password_in(folder: Path):
+    """No file under `folder` (results/, .snakemake/ with its metadata and logs, the campaign files) holds the
+    store's password: libpq took it from PGPASSWORD, nothing wrote it down."""
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert any(".snakemake/metadata" in str(p) for p in files) and any(p.suffix == ".log" for p in files)
+    leaked = [str(p) for p in files if PG_PASSWORD.encode() in p.read_bytes()]
+    assert not leaked, f"the password is written in {leaked}"
+
+
+def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_path, postgres_tcp):
+    postgres = postgres_tcp  # over TCP, asking for a password that only PGPASSWORD holds
     disk = devices.attach_loop_images(ram_scratch / "disks", 1, 128 * MiB)[0]
     dev = (Path("/sys/block") / Path(disk).name / "dev").read_text().strip()
     work = tmp_path / "work"
@@ -102,6 +112,7 @@ def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_pat
     finally:
         cgroup.remove()
 
+    no_password_in(work)
     for name in NAMES:  # every figure valid, so every run is in the series
         rows = pd.read_csv(work / f"results/{name}/measurements.csv")
         assert rows["valid"].all(), rows.loc[~rows["valid"], ["target", "op", "rep", "seconds", "invalid_reasons"]]

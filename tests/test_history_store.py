@@ -4,21 +4,24 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
+from fsbench.config import ConfigError, validate
 from fsbench.history import series, store
 
-from conftest import REPO, row
+from conftest import PG_PASSWORD, REPO, row
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def where(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "history.sqlite")
-    return request.getfixturevalue("postgres")
+    return request.getfixturevalue("postgres_tcp")  # over TCP, its password in PGPASSWORD
 
 
 def run_rows(campaign, reps=3, started="2026-01-01T00:00:00+00:00", cells=("raw", "ext4")) -> list[dict]:
@@ -118,3 +121,59 @@ def test_marks_need_a_known_run(where):
     assert store.load_marks(where) == {"known": "new firmware"}
     with pytest.raises(ValueError, match="no run 'unknown'"):
         store.mark(where, "unknown", "x")
+
+
+def test_a_url_with_a_password_is_refused_and_says_where_the_password_goes():
+    for url in ("postgresql://me:s3cret@db.example/perf", "postgresql://me@db.example/perf?password=s3cret"):
+        with pytest.raises(ConfigError) as e:
+            validate({"campaign": "c", "arrays": {"a": {"kind": "path", "path": "/tmp"}}, "history": url})
+        message = str(e.value)
+        assert "s3cret" not in message and "history" in message, message
+        assert all(place in message for place in ("PGPASSWORD", "~/.pgpass", "PGSERVICE", "pg_service.conf"))
+        with pytest.raises(ConfigError, match="PGPASSWORD"):  # --store too
+            store.load(url)
+    assert store.url_of("postgresql://me@db.example/perf").startswith("postgresql+psycopg://me@")
+
+
+def test_libpq_finds_the_password_in_pgpass_and_not_at_all_fails_in_one_line(postgres_tcp, monkeypatch, tmp_path):
+    monkeypatch.delenv("PGPASSWORD")
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "nowhere"))
+    with pytest.raises(OSError) as e:
+        store.load(postgres_tcp)
+    assert "password" in str(e.value) and "\n" not in str(e.value), str(e.value)
+    host, port = postgres_tcp.split("@")[1].split("/")[0].split(":")
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"{host}:{port}:*:postgres:{PG_PASSWORD}\n")
+    passfile.chmod(0o600)  # libpq ignores a password file others can read
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    assert store.append(postgres_tcp, run_rows("pgpass"))["added"] == 12
+    service = tmp_path / "pg_service.conf"  # a service file names the server; the password still from PGPASSFILE
+    service.write_text(f"[perf]\nhost={host}\nport={port}\nuser=postgres\ndbname=postgres\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(service))
+    assert count("postgresql:///?service=perf") == 12
+
+
+def test_a_server_that_never_answers_fails_after_the_timeout_in_one_line():
+    with socket.socket() as s:  # the kernel completes the handshake; nobody ever answers libpq's start-up packet
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        url = f"postgresql://me@127.0.0.1:{s.getsockname()[1]}/perf"
+        t0 = time.monotonic()
+        with pytest.raises(OSError) as e:
+            store.load(url, timeout=2)
+        took = time.monotonic() - t0
+    assert 1.5 < took < 30, took
+    assert str(e.value).startswith("results store postgresql+psycopg://me@127.0.0.1") and "\n" not in str(e.value)
+
+
+def test_the_filesystem_of_a_store_is_read_and_a_shared_one_warned_of(tmp_path, monkeypatch):
+    for path in ("/proc/self", "/dev/shm", "/", str(tmp_path)):
+        found = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "-T", path], capture_output=True, text=True)
+        assert store.filesystem_type(path) == found.stdout.split()[-1], path  # mounts on one point: the last
+    assert store.lock_warning(str(tmp_path / "deeper/history.sqlite")) is None  # a local disk (or tmpfs)
+    assert store.lock_warning("postgresql://me@db.example/perf") is None
+    # No NFS, Lustre or FUSE filesystem can be mounted here without its server: the type as mountinfo would name it
+    for kind in ("nfs4", "lustre", "gpfs", "beegfs", "fuse.sshfs", "fuse"):
+        monkeypatch.setattr(store, "filesystem_type", lambda path, kind=kind: kind)
+        warning = store.lock_warning(str(tmp_path / "history.sqlite"))
+        assert warning and kind in warning and "local disk" in warning

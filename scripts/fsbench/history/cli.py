@@ -9,6 +9,7 @@ from ..config import ConfigError, validate
 # The commands (fsbench.history.commands: the store, pandas, ruptures, matplotlib) are imported only when a history
 # command runs: `python -m fsbench part`, on every host of an all-hosts cell, should not pay for them.
 DEFAULT_STORE = "results/history.sqlite"
+DEFAULT_TIMEOUT = 10  # seconds (history_timeout's default, config/schema.yaml)
 
 
 def add_parser(sub) -> None:
@@ -18,7 +19,8 @@ def add_parser(sub) -> None:
     def verb(name, help):
         p = verbs.add_parser(name, help=help)
         p.add_argument("--store", help=f"a path (SQLite) or URL (postgresql://…); default: {DEFAULT_STORE}")
-        p.add_argument("--configfile", help="take the store from this campaign file's history key")
+        p.add_argument("--configfile", help="take the store (and its timeout) from this campaign file's history keys")
+        p.add_argument("--timeout", type=float, help="seconds a PostgreSQL server has to answer; default: 10")
         return p
 
     verb("runs", "list the runs in the store")
@@ -36,15 +38,20 @@ def add_parser(sub) -> None:
 
 
 def _store(args) -> str:
-    if args.store:
-        return args.store
+    """The store the command reads, and sets args.timeout when not given."""
+    where, timeout = args.store, DEFAULT_TIMEOUT
     if args.configfile:
         with open(args.configfile) as f:
-            where = validate(yaml.safe_load(f))["history"]
-        if where is False:
+            config = validate(yaml.safe_load(f))
+        timeout = config["history_timeout"]
+        if where is None and config["history"] is False:
             raise ValueError(f"{args.configfile} has history: false; name a store with --store")
-        return where
-    return DEFAULT_STORE
+        where = where or config["history"]
+    if args.timeout is None:
+        args.timeout = timeout
+    elif args.timeout <= 0:
+        raise ValueError(f"--timeout {args.timeout}: seconds above 0")
+    return where or DEFAULT_STORE
 
 
 def run(args) -> int:

@@ -14,12 +14,12 @@ def _show(df) -> str:
 
 
 def _runs(args, where) -> int:
-    print(_show(series_mod.runs(store_mod.load(where))))
+    print(_show(series_mod.runs(store_mod.load(where, args.timeout))))
     return 0
 
 
 def _series(args, where) -> int:
-    points = series_mod.points(store_mod.load(where))
+    points = series_mod.points(store_mod.load(where, args.timeout))
     if args.series is None:
         if len(points) == 0:
             print("(none)")
@@ -42,8 +42,8 @@ def _series(args, where) -> int:
 
 
 def _changes(args, where) -> int:
-    rows = store_mod.load(where)
-    found = changes_mod.analyse(series_mod.points(rows), store_mod.load_marks(where))
+    rows = store_mod.load(where, args.timeout)
+    found = changes_mod.analyse(series_mod.points(rows), store_mod.load_marks(where, args.timeout))
     if args.csv:
         found.to_csv(args.csv, index=False)
         print(f"written: {args.csv} ({len(found)} change point(s))")
@@ -55,8 +55,8 @@ def _changes(args, where) -> int:
 
 
 def _report(args, where) -> int:
-    points = series_mod.points(store_mod.load(where))
-    marks = store_mod.load_marks(where)
+    points = series_mod.points(store_mod.load(where, args.timeout))
+    marks = store_mod.load_marks(where, args.timeout)
     found = changes_mod.analyse(points, marks)
     out = report_mod.page(points, found, marks, args.output, f"fsbench history: {store_mod.describe(where)}")
     print(f"written: {out} and its plots in {out.parent / (out.stem + '-plots')}")
@@ -64,7 +64,7 @@ def _report(args, where) -> int:
 
 
 def _mark(args, where) -> int:
-    store_mod.mark(where, args.run, args.reason)
+    store_mod.mark(where, args.run, args.reason, args.timeout)
     print(f"marked: {args.run} starts a new baseline ({args.reason})")
     return 0
 

@@ -7,8 +7,9 @@ An append is one transaction: a run killed during it leaves the store as it was,
 all. Concurrent appends queue up: SQLite takes its write lock at BEGIN IMMEDIATE and waits for it up to
 BUSY_SECONDS; PostgreSQL lets both write and drops the duplicates (ON CONFLICT DO NOTHING).
 
-An SQLite store needs working file locks: keep it on a local disk, not on NFS or Lustre; a team shares a
-PostgreSQL store.
+An SQLite store needs working file locks: keep it on a local disk, not on NFS or Lustre (the run's log warns when
+it is on a network or FUSE filesystem); a team shares a PostgreSQL store. A PostgreSQL URL never holds a password
+(it would be written into .snakemake/ and the logs): libpq finds it in PGPASSWORD, ~/.pgpass or a service file.
 """
 
 import hashlib
@@ -20,11 +21,15 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from fsbench.config import password_refused, url_password
 from fsbench.rows import META_TEST, PLACE, TEST
 
 from .series import plain
 
 BUSY_SECONDS = 600  # how long an SQLite append waits for another one to finish
+TIMEOUT = 10  # seconds a PostgreSQL server has to answer a connection (history_timeout)
+# Filesystems where SQLite's file locks are not to be trusted (statfs names, as /proc/self/mountinfo gives them).
+SHARED_FS = ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "fuse")
 # What tells one stored row from another (its id is their hash: keep the order).
 IDENTITY = [*(c for c in PLACE if c != "fs_type"), *TEST, *META_TEST, "rep", "started_at", "engine"]
 SCHEMA_VERSION = 1
@@ -58,7 +63,9 @@ info = sa.Table("fsbench", meta, sa.Column("schema_version", sa.Integer, nullabl
 
 
 def url_of(store: str) -> str:
-    """A store as the config or --store gives it: a URL, or a path to an SQLite file."""
+    """A store as the config or --store gives it: a URL (never with a password), or a path to an SQLite file."""
+    if url_password(store):
+        raise password_refused("history", store)
     if "://" in store:
         # postgresql://… means psycopg 3 (SQLAlchemy's default for the bare scheme is psycopg2, not installed)
         return "postgresql+psycopg://" + store.split("://", 1)[1] if store.startswith("postgresql://") else store
@@ -81,7 +88,37 @@ def reaching(store: str):
         raise OSError(f"results store {describe(store)}: {why[0] if why else type(e).__name__}") from None
 
 
-def connect(store: str) -> sa.Engine:
+def filesystem_type(path: Path) -> str:
+    """The type of the filesystem `path` lies on, as /proc/self/mountinfo names it (the deepest mount above it)."""
+    path, best, found = Path(path).resolve(), -1, ""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        point = Path(fields[4].encode().decode("unicode_escape"))  # spaces and such come as \040 octal escapes
+        if (path == point or point in path.parents) and len(
+            point.parts
+        ) >= best:  # the later of two mounts on one point
+            best, found = len(point.parts), fields[fields.index("-") + 1]
+    return found
+
+
+def lock_warning(store: str) -> str | None:
+    """Why an SQLite store's folder is a bad place for it (a network or FUSE filesystem), or None."""
+    url = url_of(store)
+    if not url.startswith("sqlite:"):
+        return None
+    folder = Path(url.removeprefix("sqlite:///")).parent
+    while not folder.exists():
+        folder = folder.parent
+    kind = filesystem_type(folder)
+    if kind.split(".")[0] in SHARED_FS:
+        return (
+            f"the results store {folder} is on {kind}, where SQLite's file locks may not hold (two runs appending "
+            "at once can corrupt it): keep it on a local disk, or share a PostgreSQL store (history: postgresql://…)"
+        )
+    return None
+
+
+def connect(store: str, timeout: float = TIMEOUT) -> sa.Engine:
     url = url_of(store)
     if url.startswith("sqlite:"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +135,8 @@ def connect(store: str) -> sa.Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return sa.create_engine(url)
+    # libpq's connect_timeout: a server that drops packets fails the step in `timeout` s instead of hanging it
+    return sa.create_engine(url, connect_args={"connect_timeout": max(1, round(timeout))})
 
 
 def _create(conn) -> None:
@@ -120,11 +158,11 @@ def _insert(dialect: str):
     )
 
 
-def append(store: str, entries: list[dict], batch: int = 500, between_batches=None) -> dict:
+def append(store: str, entries: list[dict], batch: int = 500, between_batches=None, timeout: float = TIMEOUT) -> dict:
     """Append (row, key, context) entries in one transaction; what was new, per campaign.
 
     `between_batches` is called inside the transaction after each batch (tests stop the process there)."""
-    engine = connect(store)
+    engine = connect(store, timeout)
     now = datetime.now(UTC).isoformat()
     values = []
     for e in entries:
@@ -161,9 +199,9 @@ def append(store: str, entries: list[dict], batch: int = 500, between_batches=No
     return {"store": describe(store), "rows": len(values), "added": sum(added.values()), "added_by_campaign": added}
 
 
-def load(store: str) -> list[dict]:
+def load(store: str, timeout: float = TIMEOUT) -> list[dict]:
     """Every row of the store: the measurement row with its `series`, `key` and `context`."""
-    engine = connect(store)
+    engine = connect(store, timeout)
     try:
         with reaching(store), engine.connect() as conn:
             if not sa.inspect(conn).has_table("measurements"):
@@ -177,8 +215,8 @@ def load(store: str) -> list[dict]:
     ]
 
 
-def load_marks(store: str) -> dict[str, str]:
-    engine = connect(store)
+def load_marks(store: str, timeout: float = TIMEOUT) -> dict[str, str]:
+    engine = connect(store, timeout)
     try:
         with reaching(store), engine.connect() as conn:
             if not sa.inspect(conn).has_table("marks"):
@@ -188,9 +226,9 @@ def load_marks(store: str) -> dict[str, str]:
         engine.dispose()
 
 
-def mark(store: str, campaign: str, reason: str) -> None:
+def mark(store: str, campaign: str, reason: str, timeout: float = TIMEOUT) -> None:
     """Campaign `campaign` starts a new baseline: a change up to it is intended, not reported."""
-    engine = connect(store)
+    engine = connect(store, timeout)
     try:
         with reaching(store), engine.begin() as conn:
             _create(conn)
