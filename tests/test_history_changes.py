@@ -59,6 +59,7 @@ def points(values, metric="mb_s", contexts=None, campaigns=None):
                 "metric": metric,
                 "campaign": campaigns[i],
                 "started": f"2026-{i + 1:02d}-01T00:00:00+00:00",
+                "run": f"{campaigns[i]} 2026-{i + 1:02d}-01T00:00:00+00:00",
                 "median": v,
                 "low": v,
                 "high": v,

@@ -57,6 +57,46 @@ def test_rerun_adds_nothing_and_a_remeasured_cell_adds_its_rows(where):
     assert set(points.groupby("series")["campaign"].nunique()) == {2}
 
 
+def test_a_run_is_one_measuring_pass_whatever_the_campaign_name(where):
+    """The same campaign measured three nights in a row: three runs. Appending a night again (aggregate and
+    history rerun, nothing measured) adds no run; a re-measured cell is a run of its own rows."""
+    nights = [run_rows("nightly", started=f"2026-03-0{d}T02:00:00+00:00") for d in (1, 2, 3)]
+    for night in nights:
+        store.append(where, night)
+    store.append(where, nights[1])  # history rerun alone: its rows are in the store, in their run
+    assert store.append(where, nights[0] + nights[2])["added"] == 0
+    runs = series.runs(store.load(where))
+    assert list(runs["run"]) == [f"nightly 2026-03-0{d}T02:00:001+00:00" for d in (1, 2, 3)]
+    assert list(runs["rows"]) == [12, 12, 12] and set(runs["campaign"]) == {"nightly"}
+    points = series.points(store.load(where))
+    assert set(points.groupby(["series", "metric"])["run"].nunique()) == {3}  # three points per series
+    redo = run_rows("nightly", started="2026-03-04T02:00:00+00:00", cells=("ext4",))
+    assert store.append(where, nights[2] + redo)["added_by_run"] == {"nightly 2026-03-04T02:00:001+00:00": 6}
+    shown = subprocess.run(
+        [sys.executable, "-m", "fsbench", "history", "runs", "--store", where],
+        env=os.environ | {"PYTHONPATH": str(REPO / "scripts")},
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0 and len(shown.stdout.splitlines()) == 5, shown.stdout + shown.stderr
+    assert "started" in shown.stdout and "rows" in shown.stdout
+
+
+def test_a_store_of_schema_1_gets_a_run_per_campaign(tmp_path):
+    import sqlalchemy as sa
+
+    where = str(tmp_path / "old.sqlite")
+    store.append(where, run_rows("old", started="2026-01-01T00:00:00+00:00"))
+    engine = sa.create_engine(store.url_of(where))
+    with engine.begin() as conn:  # as schema 1 left it: no run column
+        conn.exec_driver_sql("DROP INDEX ix_measurements_run")
+        conn.exec_driver_sql("ALTER TABLE measurements DROP COLUMN run")
+    engine.dispose()
+    assert {r["run"] for r in store.load(where)} == {"old 2026-01-01T00:00:001+00:00"}
+    store.append(where, run_rows("new", started="2026-02-01T00:00:00+00:00"))
+    assert list(series.runs(store.load(where))["run"].str.split().str[0]) == ["old", "new"]
+
+
 CHILD = """
 import json, sys
 sys.path.insert(0, {scripts!r})

@@ -125,7 +125,15 @@ def context_changed(before: dict, after: dict) -> str:
 
 
 def _run(line) -> str:
-    return f"{line['campaign']} {line['started']}"
+    return line["run"]
+
+
+def baselines(line: pd.DataFrame, marks: dict[str, str]) -> list[int]:
+    """Where the pieces of one series start: its first run, and each marked run (by its name, or a campaign's
+    first run by the campaign's name)."""
+    first = ~line["campaign"].duplicated()
+    marked = line["run"].isin(list(marks)) | (line["campaign"].isin(list(marks)) & first)
+    return [0] + [i for i in range(1, len(line)) if marked.iloc[i]] + [len(line)]
 
 
 def analyse(points: pd.DataFrame, marks: dict[str, str]) -> pd.DataFrame:
@@ -134,7 +142,7 @@ def analyse(points: pd.DataFrame, marks: dict[str, str]) -> pd.DataFrame:
     found = []
     for (series, metric), line in points.groupby(["series", "metric"], sort=False) if len(points) else []:
         line = line.sort_values("started").reset_index(drop=True)
-        starts = [0] + [i for i, c in enumerate(line["campaign"]) if c in marks and i > 0] + [len(line)]
+        starts = baselines(line, marks)
         for lo, hi in zip(starts, starts[1:], strict=False):
             piece = line.iloc[lo:hi].reset_index(drop=True)
             for c in find(piece["median"].to_numpy()):

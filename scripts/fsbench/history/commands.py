@@ -24,7 +24,7 @@ def _series(args, where) -> int:
         if len(points) == 0:
             print("(none)")
             return 0
-        listed = points.groupby("series").agg(runs=("campaign", "nunique"), last=("started", "max")).reset_index()
+        listed = points.groupby("series").agg(runs=("run", "nunique"), last=("started", "max")).reset_index()
         latest = points.sort_values("started").groupby("series").tail(1).set_index("series")
         listed["cell"] = [series_mod.label(latest.loc[s]) for s in listed["series"]]
         table = listed
@@ -32,7 +32,7 @@ def _series(args, where) -> int:
         table = points[points["series"] == args.series].drop(columns=["context"])
         if table.empty:
             raise ValueError(f"no series '{args.series}' in the store (`history series` lists them)")
-        table = table[["metric", "campaign", "started", "median", "low", "high", "n"]]
+        table = table[["metric", "run", "started", "median", "low", "high", "n"]]
     if args.csv:
         table.to_csv(args.csv, index=False)
         print(f"written: {args.csv}")

@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from .changes import baselines  # noqa: E402
 from .series import DIRECTION, HIGHER, label  # noqa: E402
 
 COLOURS = {"regression": "#c0392b", "improvement": "#1e8449"}
@@ -40,7 +41,7 @@ def _plot(line: pd.DataFrame, changes: pd.DataFrame, marks: dict, title: str) ->
         capsize=4,
         label="median of the run's repeats (bar: lowest to highest)",
     )
-    runs = [f"{c} {s}" for c, s in zip(line["campaign"], line["started"], strict=True)]
+    runs = list(line["run"])
     for _, ch in changes.iterrows():
         i = runs.index(ch["after_run"])
         colour = COLOURS[ch["verdict"]]
@@ -50,11 +51,11 @@ def _plot(line: pd.DataFrame, changes: pd.DataFrame, marks: dict, title: str) ->
         note = f"{ch['verdict']} ×{ch['ratio']:.3g}\n{changed}"
         box = {"facecolor": "white", "alpha": 0.8, "edgecolor": "none"}  # readable over the line it may cross
         ax.text(i - 0.45, 0.97, note, color=colour, va="top", fontsize=8, transform=ax.get_xaxis_transform(), bbox=box)
-    for i, campaign in enumerate(line["campaign"]):
-        if campaign in marks and i > 0:
-            ax.axvline(i - 0.5, color="#7f8c8d", linestyle="--")
-            note = f"marked: {marks[campaign]}"
-            ax.text(i - 0.45, 0.03, note, color="#7f8c8d", fontsize=8, transform=ax.get_xaxis_transform())
+    for i in baselines(line, marks)[1:-1]:
+        reason = marks.get(line["run"].iloc[i], marks.get(line["campaign"].iloc[i]))
+        ax.axvline(i - 0.5, color="#7f8c8d", linestyle="--")
+        note = f"marked: {reason}"
+        ax.text(i - 0.45, 0.03, note, color="#7f8c8d", fontsize=8, transform=ax.get_xaxis_transform())
     if med.min() > 0 and line["high"].max() / line["low"].min() > 5:  # a step by a factor: keep both sides readable
         ax.set_yscale("log")
     ax.set_xticks(

@@ -137,11 +137,12 @@ def _storage_text(storage: dict) -> str:
 
 
 def runs(rows: list[dict]) -> pd.DataFrame:
-    """Every run (campaign) in the store: its start, hosts, rows and cells."""
+    """Every run in the store (a measuring pass, fsbench.history.store): its campaign, start, hosts, rows, cells."""
     if not rows:
-        return pd.DataFrame(columns=["campaign", "started", "hosts", "rows", "series"])
+        return pd.DataFrame(columns=["run", "campaign", "started", "hosts", "rows", "series"])
     df = pd.DataFrame(rows)
-    out = df.groupby("campaign").agg(
+    out = df.groupby("run").agg(
+        campaign=("campaign", "first"),
         started=("started_at", "min"),
         hosts=("host", lambda h: ",".join(sorted(set(map(str, h))))),
         rows=("rep", "size"),
@@ -152,10 +153,10 @@ def runs(rows: list[dict]) -> pd.DataFrame:
 
 def points(rows: list[dict]) -> pd.DataFrame:
     """One line per series, metric and run: the run's median, its interval (lowest and highest rep), n, and the
-    run's context. Runs are campaigns, in the order they started."""
+    run's context. Runs in the order they started. Invalid rows are left out (left_out says which)."""
     if not rows:
         return pd.DataFrame()
-    starts = runs(rows).set_index("campaign")["started"]
+    starts = runs(rows).set_index("run")["started"]
     values = []
     for r in rows:
         if r.get("valid") is False:  # stores may hold rows a later fsbench marks invalid: never in a verdict
@@ -164,19 +165,21 @@ def points(rows: list[dict]) -> pd.DataFrame:
             v = r.get(metric)
             if v is None or not np.isfinite(float(v)):
                 continue
-            values.append({"series": r["series"], "metric": metric, "campaign": r["campaign"], "value": float(v)})
+            values.append(
+                {"series": r["series"], "metric": metric, "run": r["run"], "campaign": r["campaign"], "value": float(v)}
+            )
     df = pd.DataFrame(values)
     if df.empty:
         return df
-    by = ["series", "metric", "campaign"]
+    by = ["series", "metric", "run", "campaign"]
     out = df.groupby(by)["value"].agg(median="median", low="min", high="max", n="size").reset_index()
-    out["started"] = out["campaign"].map(starts)
+    out["started"] = out["run"].map(starts)
     latest = {}  # per series: the latest run's row, its key and display names
     contexts = {}
     for r in sorted(rows, key=lambda r: str(r["started_at"])):
         latest[r["series"]] = r
-        contexts.setdefault((r["series"], r["campaign"]), r["context"])
-    out["context"] = [contexts[(s, c)] for s, c in zip(out["series"], out["campaign"], strict=True)]
+        contexts.setdefault((r["series"], r["run"]), r["context"])
+    out["context"] = [contexts[(s, c)] for s, c in zip(out["series"], out["run"], strict=True)]
     for col in KEY_COLUMNS:
         out[col] = [_key_value(latest[s], col) for s in out["series"]]
     return out.sort_values(["series", "metric", "started"]).reset_index(drop=True)

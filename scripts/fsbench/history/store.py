@@ -32,7 +32,7 @@ TIMEOUT = 10  # seconds a PostgreSQL server has to answer a connection (history_
 SHARED_FS = ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "fuse")
 # What tells one stored row from another (its id is their hash: keep the order).
 IDENTITY = [*(c for c in PLACE if c != "fs_type"), *TEST, *META_TEST, "rep", "started_at", "engine"]
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the run column
 
 meta = sa.MetaData()
 rows = sa.Table(
@@ -40,6 +40,9 @@ rows = sa.Table(
     meta,
     sa.Column("row_id", sa.String(64), primary_key=True),  # sha256 of the identity (NULLs never unique in SQL)
     sa.Column("campaign", sa.Text, nullable=False, index=True),
+    # The measuring pass the row came from: "<campaign> <first started_at>" of the rows new to the store in one
+    # append. A rerun of aggregate/history adds no row, so no run; a re-measurement adds new rows, so a new run.
+    sa.Column("run", sa.Text, index=True),
     sa.Column("host", sa.Text, nullable=False),
     sa.Column("array", sa.Text, nullable=False),
     sa.Column("target", sa.Text, nullable=False),
@@ -55,7 +58,7 @@ rows = sa.Table(
 marks = sa.Table(
     "marks",
     meta,
-    sa.Column("campaign", sa.Text, primary_key=True),  # the first run of a new baseline
+    sa.Column("campaign", sa.Text, primary_key=True),  # the first run of a new baseline: a run, or a campaign's first
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("marked_at", sa.Text, nullable=False),
 )
@@ -145,6 +148,14 @@ def _create(conn) -> None:
     meta.create_all(conn, checkfirst=True)
     if conn.execute(sa.select(sa.func.count()).select_from(info)).scalar() == 0:
         conn.execute(info.insert().values(schema_version=SCHEMA_VERSION))
+    if "run" not in {c["name"] for c in sa.inspect(conn).get_columns("measurements")}:
+        # a store of schema 1 (a run was a campaign): each campaign's rows become one run
+        conn.execute(sa.text("ALTER TABLE measurements ADD COLUMN run TEXT"))
+        conn.execute(sa.text("CREATE INDEX IF NOT EXISTS ix_measurements_run ON measurements (run)"))
+        starts = conn.execute(sa.select(rows.c.campaign, sa.func.min(rows.c.started_at)).group_by(rows.c.campaign))
+        for campaign, started in starts.all():
+            conn.execute(rows.update().where(rows.c.campaign == campaign).values(run=f"{campaign} {started}"))
+        conn.execute(info.update().values(schema_version=SCHEMA_VERSION))
 
 
 def row_id(row: dict) -> str:
@@ -188,15 +199,31 @@ def append(store: str, entries: list[dict], batch: int = 500, between_batches=No
     try:
         with reaching(store), engine.begin() as conn:
             _create(conn)
-            insert = _insert(conn.dialect.name).returning(rows.c.campaign)  # only the rows it inserted
+            known = set()
             for i in range(0, len(values), batch):
-                for campaign in conn.execute(insert, values[i : i + batch]).scalars():
-                    added[campaign] = added.get(campaign, 0) + 1
+                ids = [v["row_id"] for v in values[i : i + batch]]
+                known |= set(conn.execute(sa.select(rows.c.row_id).where(rows.c.row_id.in_(ids))).scalars())
+            new = [v for v in values if v["row_id"] not in known]
+            run = runs_of(new)
+            for v in new:
+                v["run"] = run[v["campaign"]]
+            insert = _insert(conn.dialect.name).returning(rows.c.run)  # only the rows it inserted
+            for i in range(0, len(new), batch):
+                for run in conn.execute(insert, new[i : i + batch]).scalars():
+                    added[run] = added.get(run, 0) + 1
                 if between_batches:
                     between_batches()
     finally:
         engine.dispose()
-    return {"store": describe(store), "rows": len(values), "added": sum(added.values()), "added_by_campaign": added}
+    return {"store": describe(store), "rows": len(values), "added": sum(added.values()), "added_by_run": added}
+
+
+def runs_of(new: list[dict]) -> dict[str, str]:
+    """The run of the rows new to the store, per campaign: its name and the first of their started_at."""
+    first = {}
+    for v in new:
+        first[v["campaign"]] = min(first.get(v["campaign"], v["started_at"]), v["started_at"])
+    return {campaign: f"{campaign} {started}" for campaign, started in first.items()}
 
 
 def load(store: str, timeout: float = TIMEOUT) -> list[dict]:
@@ -206,13 +233,22 @@ def load(store: str, timeout: float = TIMEOUT) -> list[dict]:
         with reaching(store), engine.connect() as conn:
             if not sa.inspect(conn).has_table("measurements"):
                 return []
-            found = conn.execute(sa.select(rows.c.series, rows.c.key, rows.c.context, rows.c.row)).all()
+            _create_if_old(conn)
+            found = conn.execute(sa.select(rows.c.run, rows.c.series, rows.c.key, rows.c.context, rows.c.row)).all()
     finally:
         engine.dispose()
     return [
-        json.loads(r.row) | {"series": r.series, "key": json.loads(r.key), "context": json.loads(r.context)}
+        json.loads(r.row)
+        | {"run": r.run, "series": r.series, "key": json.loads(r.key), "context": json.loads(r.context)}
         for r in found
     ]
+
+
+def _create_if_old(conn) -> None:
+    """Reading a store of an older schema: bring it up to date first."""
+    if "run" not in {c["name"] for c in sa.inspect(conn).get_columns("measurements")}:
+        _create(conn)
+        conn.commit()
 
 
 def load_marks(store: str, timeout: float = TIMEOUT) -> dict[str, str]:
@@ -227,12 +263,14 @@ def load_marks(store: str, timeout: float = TIMEOUT) -> dict[str, str]:
 
 
 def mark(store: str, campaign: str, reason: str, timeout: float = TIMEOUT) -> None:
-    """Campaign `campaign` starts a new baseline: a change up to it is intended, not reported."""
+    """Run `campaign` (as `history runs` names it, or a campaign name: its first run) starts a new baseline: a
+    change up to it is intended, not reported."""
     engine = connect(store, timeout)
     try:
         with reaching(store), engine.begin() as conn:
             _create(conn)
-            known = conn.execute(sa.select(sa.func.count()).where(rows.c.campaign == campaign)).scalar()
+            named = sa.or_(rows.c.campaign == campaign, rows.c.run == campaign)
+            known = conn.execute(sa.select(sa.func.count()).where(named)).scalar()
             if not known:
                 raise ValueError(f"no run '{campaign}' in the store {describe(store)}")
             conn.execute(marks.delete().where(marks.c.campaign == campaign))
