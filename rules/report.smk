@@ -160,6 +160,7 @@ rule history:
         "../envs/fsbench.yaml"
     params:
         store=CAMPAIGN["history"],
+        settings=CAMPAIGN,
         context=CAMPAIGN["history_context"],
         timeout=CAMPAIGN["history_timeout"],
     script:

@@ -6,23 +6,23 @@ import logging
 
 import pandas as pd
 
-from fsbench.history import changes, report, series, store
+from fsbench.history import changes, key, points, report, store
 from fsbench.records import write_json
 from fsbench.step_report import run_step
 
 
-def append(measurements, provenance, where, context, timeout, trends):
+def append(measurements, provenance, where, settings, context, timeout, trends):
     if warning := store.lock_warning(where):
         logging.getLogger("fsbench").warning("warning: %s", warning)
     with open(provenance) as f:
         prov = json.load(f)
-    rows = series.entries(pd.read_csv(measurements), prov, context)
+    rows = key.entries(pd.read_csv(measurements), prov, settings, context)
     done = store.append(where, rows, timeout=timeout)
     mine = {e["series"] for e in rows}
-    points = series.points(store.load(where, timeout))
-    points = points[points["series"].isin(mine)] if len(points) else points
+    found = points.points(store.load(where, timeout))
+    found = found[found["series"].isin(mine)] if len(found) else found
     marks = store.load_marks(where, timeout)
-    report.page(points, changes.analyse(points, marks), marks, trends, "Trends of this campaign's cells", files=False)
+    report.page(found, changes.analyse(found, marks), marks, trends, "Trends of this campaign's cells", files=False)
     return done
 
 
@@ -32,6 +32,7 @@ done = run_step(
     snakemake.input.measurements,
     snakemake.input.provenance,
     snakemake.params.store,
+    snakemake.params.settings,
     snakemake.params.context,
     snakemake.params.timeout,
     snakemake.output.trends,

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 from fsbench.history import changes
-from fsbench.history.series import KEY_COLUMNS
+from fsbench.history.key import KEY_COLUMNS
 
 SEEDS = range(100)
 

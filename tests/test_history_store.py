@@ -9,10 +9,11 @@ import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 
 from fsbench.config import ConfigError, validate
-from fsbench.history import series, store
+from fsbench.history import key, points, store
 
 from conftest import PG_PASSWORD, REPO, row
 
@@ -33,7 +34,8 @@ def run_rows(campaign, reps=3, started="2026-01-01T00:00:00+00:00", cells=("raw"
             for rep in range(1, reps + 1):
                 r = row(target, op, 100.0 + rep, rep, campaign=campaign, started_at=f"{started[:-6]}{rep}+00:00")
                 r |= {"workload": "io", "iodepth": 1, "shared_file": False, "lat_p50_us": 10.0}
-                found += series.entries(__import__("pandas").DataFrame([r]), provenance, {"firmware": "1"})
+                cell = {"array_spec": {"kind": "loop", "size": 2**30}, "fs": None, "size": 10**9, "cache": "drop"}
+                found += key.entries(pd.DataFrame([r]), provenance, {}, {"firmware": "1"}, cell_of=lambda _, c=cell: c)
     return found
 
 
@@ -53,8 +55,8 @@ def test_rerun_adds_nothing_and_a_remeasured_cell_adds_its_rows(where):
     assert count(where) == 18
     # same cell, another campaign name: one series
     store.append(where, run_rows("nvme-2026-12", started="2026-02-01T00:00:00+00:00"))
-    points = series.points(store.load(where))
-    assert set(points.groupby("series")["campaign"].nunique()) == {2}
+    found = points.points(store.load(where))
+    assert set(found.groupby("series")["campaign"].nunique()) == {2}
 
 
 def test_a_run_is_one_measuring_pass_whatever_the_campaign_name(where):
@@ -65,11 +67,11 @@ def test_a_run_is_one_measuring_pass_whatever_the_campaign_name(where):
         store.append(where, night)
     store.append(where, nights[1])  # history rerun alone: its rows are in the store, in their run
     assert store.append(where, nights[0] + nights[2])["added"] == 0
-    runs = series.runs(store.load(where))
+    runs = points.runs(store.load(where))
     assert list(runs["run"]) == [f"nightly 2026-03-0{d}T02:00:001+00:00" for d in (1, 2, 3)]
     assert list(runs["rows"]) == [12, 12, 12] and set(runs["campaign"]) == {"nightly"}
-    points = series.points(store.load(where))
-    assert set(points.groupby(["series", "metric"])["run"].nunique()) == {3}  # three points per series
+    found = points.points(store.load(where))
+    assert set(found.groupby(["series", "metric"])["run"].nunique()) == {3}  # three points per series
     redo = run_rows("nightly", started="2026-03-04T02:00:00+00:00", cells=("ext4",))
     assert store.append(where, nights[2] + redo)["added_by_run"] == {"nightly 2026-03-04T02:00:001+00:00": 6}
     shown = subprocess.run(
@@ -94,7 +96,7 @@ def test_a_store_of_schema_1_gets_a_run_per_campaign(tmp_path):
     engine.dispose()
     assert {r["run"] for r in store.load(where)} == {"old 2026-01-01T00:00:001+00:00"}
     store.append(where, run_rows("new", started="2026-02-01T00:00:00+00:00"))
-    assert list(series.runs(store.load(where))["run"].str.split().str[0]) == ["old", "new"]
+    assert list(points.runs(store.load(where))["run"].str.split().str[0]) == ["old", "new"]
 
 
 CHILD = """

@@ -22,7 +22,7 @@ import pandas as pd
 import ruptures
 from scipy import stats
 
-from .series import DIRECTION, HIGHER, KEY_COLUMNS
+from .key import DIRECTION, HIGHER, KEY_COLUMNS
 
 MIN_SIZE = 3  # runs on each side of a change: a step shows only when it lasts
 MAX_PVALUE = 0.01  # Otava defaults to 0.001 over long series; ours are short: 3 runs after a step must do
@@ -137,7 +137,7 @@ def baselines(line: pd.DataFrame, marks: dict[str, str]) -> list[int]:
 
 
 def analyse(points: pd.DataFrame, marks: dict[str, str]) -> pd.DataFrame:
-    """changes.csv: every change point of every series (fsbench.history.series.points), by `series` (its id). A marked
+    """changes.csv: every change point of every series (fsbench.history.points.points), by `series` (its id). A marked
     run starts a new baseline: the series is judged in pieces that start at marked runs."""
     found = []
     for (series, metric), line in points.groupby(["series", "metric"], sort=False) if len(points) else []:

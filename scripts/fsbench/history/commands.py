@@ -3,8 +3,8 @@
 import pandas as pd
 
 from . import changes as changes_mod
+from . import points as points_mod
 from . import report as report_mod
-from . import series as series_mod
 from . import store as store_mod
 
 
@@ -14,19 +14,19 @@ def _show(df) -> str:
 
 
 def _runs(args, where) -> int:
-    print(_show(series_mod.runs(store_mod.load(where, args.timeout))))
+    print(_show(points_mod.runs(store_mod.load(where, args.timeout))))
     return 0
 
 
 def _series(args, where) -> int:
-    points = series_mod.points(store_mod.load(where, args.timeout))
+    points = points_mod.points(store_mod.load(where, args.timeout))
     if args.series is None:
         if len(points) == 0:
             print("(none)")
             return 0
         listed = points.groupby("series").agg(runs=("run", "nunique"), last=("started", "max")).reset_index()
         latest = points.sort_values("started").groupby("series").tail(1).set_index("series")
-        listed["cell"] = [series_mod.label(latest.loc[s]) for s in listed["series"]]
+        listed["cell"] = [points_mod.label(latest.loc[s]) for s in listed["series"]]
         table = listed
     else:
         table = points[points["series"] == args.series].drop(columns=["context"])
@@ -43,7 +43,7 @@ def _series(args, where) -> int:
 
 def _changes(args, where) -> int:
     rows = store_mod.load(where, args.timeout)
-    found = changes_mod.analyse(series_mod.points(rows), store_mod.load_marks(where, args.timeout))
+    found = changes_mod.analyse(points_mod.points(rows), store_mod.load_marks(where, args.timeout))
     if args.csv:
         found.to_csv(args.csv, index=False)
         print(f"written: {args.csv} ({len(found)} change point(s))")
@@ -55,7 +55,7 @@ def _changes(args, where) -> int:
 
 
 def _report(args, where) -> int:
-    points = series_mod.points(store_mod.load(where, args.timeout))
+    points = points_mod.points(store_mod.load(where, args.timeout))
     marks = store_mod.load_marks(where, args.timeout)
     found = changes_mod.analyse(points, marks)
     out = report_mod.page(points, found, marks, args.output, f"fsbench history: {store_mod.describe(where)}")

@@ -16,7 +16,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .changes import baselines  # noqa: E402
-from .series import DIRECTION, HIGHER, label  # noqa: E402
+from .key import DIRECTION, HIGHER  # noqa: E402
+from .points import label  # noqa: E402
 
 COLOURS = {"regression": "#c0392b", "improvement": "#1e8449"}
 UNITS = {"mb_s": "MB/s", "mb_s_durable": "MB/s incl. flush", "lat_p50_us": "median latency, µs", "iops": "per second"}

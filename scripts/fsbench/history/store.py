@@ -24,7 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from fsbench.config import password_refused, url_password
 from fsbench.rows import META_TEST, PLACE, TEST
 
-from .series import plain
+from .key import plain
 
 BUSY_SECONDS = 600  # how long an SQLite append waits for another one to finish
 TIMEOUT = 10  # seconds a PostgreSQL server has to answer a connection (history_timeout)
@@ -49,7 +49,7 @@ rows = sa.Table(
     sa.Column("op", sa.Text, nullable=False),
     sa.Column("rep", sa.Integer, nullable=False),
     sa.Column("started_at", sa.Text, nullable=False),
-    sa.Column("series", sa.String(16), nullable=False, index=True),  # hash of the series key (fsbench.history.series)
+    sa.Column("series", sa.String(16), nullable=False, index=True),  # hash of the series key (fsbench.history.key)
     sa.Column("key", sa.Text, nullable=False),  # the series key, JSON
     sa.Column("context", sa.Text, nullable=False),  # the run's context, JSON
     sa.Column("row", sa.Text, nullable=False),  # the measurements.csv row, JSON
