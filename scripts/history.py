@@ -12,6 +12,7 @@ from fsbench.step_report import run_step
 
 
 def append(measurements, provenance, where, settings, context, timeout, trends):
+    min_change = settings["history_min_change"]
     if warning := store.lock_warning(where):
         logging.getLogger("fsbench").warning("warning: %s", warning)
     with open(provenance) as f:
@@ -22,7 +23,9 @@ def append(measurements, provenance, where, settings, context, timeout, trends):
     found = points.points(store.load(where, timeout))
     found = found[found["series"].isin(mine)] if len(found) else found
     marks = store.load_marks(where, timeout)
-    report.page(found, changes.analyse(found, marks), marks, trends, "Trends of this campaign's cells", files=False)
+    report.page(
+        found, changes.analyse(found, marks, min_change), marks, trends, "Trends of this campaign's cells", files=False
+    )
     return done
 
 

@@ -43,12 +43,12 @@ def _series(args, where) -> int:
 
 def _changes(args, where) -> int:
     rows = store_mod.load(where, args.timeout)
-    found = changes_mod.analyse(points_mod.points(rows), store_mod.load_marks(where, args.timeout))
+    found = changes_mod.analyse(points_mod.points(rows), store_mod.load_marks(where, args.timeout), args.min_change)
     if args.csv:
         found.to_csv(args.csv, index=False)
         print(f"written: {args.csv} ({len(found)} change point(s))")
     brief = ["series", "host", "array", "target", "op", "block_size", "metric", "after_run", "ratio", "p_value"]
-    print(_show(found[brief + ["verdict", "context_changed"]]))
+    print(_show(found[brief + ["verdict", "context_changed", "others"]]))
     if args.fail_on and (found["verdict"] == args.fail_on).any():
         return 1
     return 0
@@ -57,7 +57,7 @@ def _changes(args, where) -> int:
 def _report(args, where) -> int:
     points = points_mod.points(store_mod.load(where, args.timeout))
     marks = store_mod.load_marks(where, args.timeout)
-    found = changes_mod.analyse(points, marks)
+    found = changes_mod.analyse(points, marks, args.min_change)
     out = report_mod.page(points, found, marks, args.output, f"fsbench history: {store_mod.describe(where)}")
     print(f"written: {out} and its plots in {out.parent / (out.stem + '-plots')}")
     return 0

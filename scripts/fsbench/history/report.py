@@ -19,11 +19,11 @@ from .changes import baselines  # noqa: E402
 from .key import DIRECTION, HIGHER  # noqa: E402
 from .points import label  # noqa: E402
 
-COLOURS = {"regression": "#c0392b", "improvement": "#1e8449"}
+COLOURS = {"regression": "#c0392b", "improvement": "#1e8449", "suspected": "#d68910"}
 UNITS = {"mb_s": "MB/s", "mb_s_durable": "MB/s incl. flush", "lat_p50_us": "median latency, µs", "iops": "per second"}
 STYLE = """body{font-family:sans-serif;margin:1.5em;max-width:1300px}
 .panel{margin:1.5em 0;padding-top:.5em;border-top:1px solid #ccc}
-.regression{color:#c0392b}.improvement{color:#1e8449}
+.regression{color:#c0392b}.improvement{color:#1e8449}.suspected{color:#d68910}
 table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}
 img{max-width:100%}"""
 
