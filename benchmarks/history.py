@@ -138,7 +138,7 @@ def markdown(rows: list[dict], stores: int, seed: int, seconds: float) -> str:
         "share of 5 % to about ±2-3 %), and the 10 % step with only 3 runs after it is found at its run in ~88 % of",
         "series judged alone and ~78 % of those in a store of 50 (Benjamini–Hochberg asks more of each there), short",
         "of the 90 % asked: about a third of the misses are cut one run early (a high run just before the step), the",
-        "rest not significant yet. A fourth run after the step finds it (not measured here).",
+        "rest not significant yet (a fourth run after the step was not measured).",
         "",
     ]
     return "\n".join([*lines, *notes])

@@ -20,12 +20,12 @@ def append(measurements, provenance, where, settings, context, timeout, trends):
     rows = key.entries(pd.read_csv(measurements), prov, settings, context)
     done = store.append(where, rows, timeout=timeout)
     mine = {e["series"] for e in rows}
-    found = points.points(store.load(where, timeout))
-    found = found[found["series"].isin(mine)] if len(found) else found
+    stored = [r for r in store.load(where, timeout) if r["series"] in mine]
+    found, invalid, gone = points.points(stored), points.points(stored, invalid=True), points.left_out(stored)
     marks = store.load_marks(where, timeout)
-    report.page(
-        found, changes.analyse(found, marks, min_change), marks, trends, "Trends of this campaign's cells", files=False
-    )
+    title = "Trends of this campaign's cells"
+    judged = changes.analyse(found, marks, min_change)
+    report.page(found, judged, marks, trends, title, files=False, invalid=invalid, left_out=gone)
     return done
 
 

@@ -49,16 +49,23 @@ def _changes(args, where) -> int:
         print(f"written: {args.csv} ({len(found)} change point(s))")
     brief = ["series", "host", "array", "target", "op", "block_size", "metric", "after_run", "ratio", "p_value"]
     print(_show(found[brief + ["verdict", "context_changed", "others"]]))
+    gone = points_mod.left_out(rows)
+    if len(gone):  # what no verdict could see, and why
+        print("left out:\n" + "\n".join(f"  {line}" for line in points_mod.left_out_summary(gone)))
+        print(_show(gone))
     if args.fail_on and (found["verdict"] == args.fail_on).any():
         return 1
     return 0
 
 
 def _report(args, where) -> int:
-    points = points_mod.points(store_mod.load(where, args.timeout))
+    rows = store_mod.load(where, args.timeout)
+    points = points_mod.points(rows)
     marks = store_mod.load_marks(where, args.timeout)
     found = changes_mod.analyse(points, marks, args.min_change)
-    out = report_mod.page(points, found, marks, args.output, f"fsbench history: {store_mod.describe(where)}")
+    title = f"fsbench history: {store_mod.describe(where)}"
+    invalid, gone = points_mod.points(rows, invalid=True), points_mod.left_out(rows)
+    out = report_mod.page(points, found, marks, args.output, title, invalid=invalid, left_out=gone)
     print(f"written: {out} and its plots in {out.parent / (out.stem + '-plots')}")
     return 0
 

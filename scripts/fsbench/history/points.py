@@ -29,15 +29,20 @@ def runs(rows: list[dict]) -> pd.DataFrame:
     return out.reset_index().sort_values("started").reset_index(drop=True)
 
 
-def points(rows: list[dict]) -> pd.DataFrame:
+def _invalid(row: dict) -> bool:
+    return row.get("valid") is False or str(row.get("valid")).lower() == "false"
+
+
+def points(rows: list[dict], invalid: bool = False) -> pd.DataFrame:
     """One line per series, metric and run: the run's median, its interval (lowest and highest rep), n, and the
-    run's context. Runs in the order they started. Invalid rows are left out (left_out says which)."""
+    run's context. Runs in the order they started. Rows that are not valid are left out (`left_out` says which);
+    with `invalid`, the points of those rows alone, with their reasons (the trend page draws them hollow)."""
     if not rows:
         return pd.DataFrame()
     starts = runs(rows).set_index("run")["started"]
     values = []
     for r in rows:
-        if r.get("valid") is False:  # stores may hold rows a later fsbench marks invalid: never in a verdict
+        if _invalid(r) != invalid:  # stores may hold rows a later fsbench marks invalid: never in a verdict
             continue
         for metric in metrics_of(r):
             v = r.get(metric)
@@ -45,12 +50,15 @@ def points(rows: list[dict]) -> pd.DataFrame:
                 continue
             values.append(
                 {"series": r["series"], "metric": metric, "run": r["run"], "campaign": r["campaign"], "value": float(v)}
+                | {"reasons": str(r.get("invalid_reasons") or "not valid") if invalid else ""}
             )
     df = pd.DataFrame(values)
     if df.empty:
         return df
     by = ["series", "metric", "run", "campaign"]
     out = df.groupby(by)["value"].agg(median="median", low="min", high="max", n="size").reset_index()
+    reasons = df.groupby(by)["reasons"].agg(lambda r: "; ".join(sorted(set(r) - {""})))
+    out["reasons"] = reasons.to_numpy()
     out["started"] = out["run"].map(starts)
     latest = {}  # per series: the latest run's row, its key and display names
     contexts = {}
@@ -75,7 +83,7 @@ def _key_value(row: dict, col: str):
     if col == "settings":  # the rest of the cell's key: size, runtime, cache, data, method, rwmix_read, fs, …
         shown = set(KEY_COLUMNS) | {"storage", "fs_options"}
         return " ".join(f"{k}={json.dumps(v, sort_keys=True)}" for k, v in sorted(key.items()) if k not in shown)
-    return key.get(col)
+    return key[col] if key.get(col) is not None else row.get(col)  # a metadata row's test is not in its cell
 
 
 def label(line) -> str:
@@ -87,3 +95,41 @@ def label(line) -> str:
     if line.get("workload") == "metadata":
         parts = parts[:3] + [f"{line['files']} files"]
     return " ".join(p for p in parts if p) + f" · {line['engine']}"
+
+
+def left_out(rows: list[dict]) -> pd.DataFrame:
+    """What no verdict can see, per series: runs whose rows were all invalid (and why), and series with fewer
+    than two valid runs. Columns: series, cell, runs (how many left out, or 'the series'), why."""
+    columns = ["series", "cell", "runs", "why"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    valid, bad = points(rows), points(rows, invalid=True)
+    seen = valid.groupby("series")["run"].nunique() if len(valid) else pd.Series(dtype=int)
+    found = []
+    names = {}
+    for frame in (bad, valid):
+        for _, line in frame.groupby("series").tail(1).iterrows() if len(frame) else []:
+            names[line["series"]] = label(line)
+    if len(bad):
+        bad_runs = bad.groupby(["series", "run"])["reasons"].agg(lambda r: "; ".join(sorted(set(r)))).reset_index()
+        for series, group in bad_runs.groupby("series"):
+            gone = group[~group["run"].isin(valid[valid["series"] == series]["run"] if len(valid) else [])]
+            if len(gone):
+                why = "; ".join(sorted({x for r in gone["reasons"] for x in r.split("; ")}))
+                found.append({"series": series, "cell": names[series], "runs": len(gone), "why": f"invalid ({why})"})
+    for series in names:
+        if seen.get(series, 0) < 2:
+            why = "no valid run" if seen.get(series, 0) == 0 else "one valid run only: nothing to compare it with yet"
+            found.append({"series": series, "cell": names[series], "runs": "the series", "why": why})
+    return pd.DataFrame(found, columns=columns)
+
+
+def left_out_summary(table: pd.DataFrame) -> list[str]:
+    """left_out in a few lines: '3 runs of 4 series left out: invalid (short)'."""
+    lines = []
+    runs_gone = table[table["runs"] != "the series"]
+    for why, group in runs_gone.groupby("why"):
+        lines.append(f"{int(group['runs'].sum())} run(s) of {group['series'].nunique()} series left out: {why}")
+    for why, group in table[table["runs"] == "the series"].groupby("why"):
+        lines.append(f"{group['series'].nunique()} series left out: {why}")
+    return lines
