@@ -219,3 +219,33 @@ def test_the_filesystem_of_a_store_is_read_and_a_shared_one_warned_of(tmp_path, 
         monkeypatch.setattr(store, "filesystem_type", lambda path, kind=kind: kind)
         warning = store.lock_warning(str(tmp_path / "history.sqlite"))
         assert warning and kind in warning and "local disk" in warning
+
+
+def test_the_history_keys_are_checked_before_anything_runs():
+    base = {"campaign": "c", "arrays": {"a": {"kind": "path", "path": "/tmp"}}}
+    assert validate(base)["history_timeout"] == 10 and validate(base)["history_min_change"] == 0.05
+    for name, bad in (("history_timeout", 0), ("history_timeout", "soon"), ("history_min_change", -0.1)):
+        with pytest.raises(ConfigError, match=f"'{name}'.*{bad}"):
+            validate(base | {name: bad})
+
+
+def test_left_out_runs_and_series_are_listed_with_why(tmp_path):
+    where = str(tmp_path / "h.sqlite")
+    for i, night in enumerate(("n1", "n2", "n3", "n4")):
+        entries = run_rows(night, started=f"2026-0{i + 1}-01T00:00:00+00:00")
+        for e in entries:  # the first three nights' raw rows too short to count
+            if e["row"]["target"] == "raw" and i < 3:
+                e["row"] |= {"valid": False, "invalid_reasons": "short"}
+        store.append(where, entries)
+    gone = points.left_out(store.load(where))
+    assert points.left_out_summary(gone) == [
+        "6 run(s) of 2 series left out: invalid (short)",  # raw write and raw read, 3 nights each
+        "2 series left out: one valid run only: nothing to compare it with yet",
+    ]
+    shown = subprocess.run(
+        [sys.executable, "-m", "fsbench", "history", "changes", "--store", where],
+        env=os.environ | {"PYTHONPATH": str(REPO / "scripts")},
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0 and "6 run(s) of 2 series left out: invalid (short)" in shown.stdout, shown.stdout
