@@ -7,8 +7,8 @@ import logging
 import pandas as pd
 
 from fsbench.history import changes, key, points, report, store
-from fsbench.records import write_json
-from fsbench.step_report import run_step
+from fsbench.toolkit.records import write_json
+from fsbench.toolkit.run_step import run_step
 
 
 def append(measurements, provenance, where, settings, context, timeout, trends):

@@ -6,9 +6,9 @@ import copy
 import pandas as pd
 import pytest
 
-from fsbench.config import load_schema, validate
+from fsbench.campaign.config import load_schema, validate
+from fsbench.campaign.plan import Plan
 from fsbench.history import changes, key
-from fsbench.plan import Plan
 
 from conftest import row
 

@@ -12,7 +12,7 @@ import time
 import pandas as pd
 import pytest
 
-from fsbench.config import ConfigError, validate
+from fsbench.campaign.config import ConfigError, validate
 from fsbench.history import key, points, store
 
 from conftest import PG_PASSWORD, REPO, row

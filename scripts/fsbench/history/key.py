@@ -7,8 +7,8 @@ it, with the storage and filesystem as they were found. A setting added to CellS
 named in CONTEXT_FIELDS or NAMES. A change in the key starts another series; a change in the context is what a
 change point is explained by.
 
-key:      the cell's settings (fsbench.cells.CellSpec: the test, size, runtime, rwmix_read, data, engine, method,
-          cache, the metadata test's, the array as configured, the filesystem's type, mkfs and mount options as
+key:      the cell's settings (fsbench.campaign.cells.CellSpec: the test, size, runtime, rwmix_read, data, engine,
+          method, cache, the metadata test's, the array as configured, the filesystem's type, mkfs and mount options as
           configured), with each device's model and size, the mkfs arguments (less device paths) and the mount
           options as read back, the host when the storage is its own (not for path arrays, which hosts share);
           per series also the metric.
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fsbench.rows import META_TEST, TEST
+from fsbench.measurement.rows import META_TEST, TEST
 
 # A cell's fields that only name it (the latest run's names are shown) or place it, and those that describe how
 # the run was judged or where it lived: context. Every other field of the cell is the key.
@@ -144,7 +144,7 @@ def context_of(row: dict, cell: dict, provenance: dict, settings: dict, extra: d
     context |= {
         "campaign": row["campaign"],
         "date": str(row["started_at"])[:10],
-        # <scratch>/<campaign>/<array>[.<host>] (fsbench.hosts.array_dir): where loop images and mounts lived
+        # <scratch>/<campaign>/<array>[.<host>] (fsbench.campaign.cells.array_dir): where loop images and mounts lived
         "scratch": str(Path(cell["workdir"]).parent.parent) if cell.get("workdir") else "",
         "kernel": machine.get("kernel", ""),
         "distribution": machine.get("distribution", ""),

@@ -21,8 +21,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from fsbench.config import password_refused, url_password
-from fsbench.rows import META_TEST, PLACE, TEST
+from fsbench.campaign.config import password_refused, url_password
+from fsbench.measurement.rows import META_TEST, PLACE, TEST
 
 from .key import plain
 
