@@ -50,17 +50,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from fsbench.campaign.cells import LOCAL, CellSpec  # noqa: E402
+from fsbench.campaign.cells import LOCAL, CellSpec, array_dir  # noqa: E402
 from fsbench.campaign.cells import Cell as CampaignCell  # noqa: E402
 from fsbench.campaign.config import validate  # noqa: E402
 from fsbench.campaign.plan import Plan  # noqa: E402
-from fsbench.campaign.sizes import format_size  # noqa: E402
-from fsbench.cluster.hosts import array_dir  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
 from fsbench.engines.registry import run_engine  # noqa: E402
 from fsbench.measurement import steps  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 from fsbench.toolkit.records import read_json, write_json  # noqa: E402
+from fsbench.toolkit.sizes import format_size  # noqa: E402
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 # SMOKE=1: every row once on a tiny device, the table printed, no doc written (a test runs it: does it still run?).

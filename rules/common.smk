@@ -16,8 +16,8 @@ from fsbench.engines import capabilities
 from fsbench.campaign.cells import ALL_HOSTS, LOCAL
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
+from fsbench.campaign.cells import array_dir
 from fsbench.cluster.hosts import (
-    array_dir,
     one_host_at_a_time,
     release_on,
     short_hostname,
@@ -46,17 +46,20 @@ wildcard_constraints:
     target="|".join(TARGETS),
 
 
+# The code that turns records into tables, plots and documents, wherever it lives (tests/test_rerun.py).
+ANALYSIS_PACKAGES = ["analysis", "plots", "report"]
+ANALYSIS_MODULES = ["measurement/rows.py"]
+
+
 def analysis_code():
     """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
     so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see README).
     """
     scripts = Path(workflow.basedir) / "scripts"
-    files = sorted((scripts / "fsbench" / "analysis").glob("*.py"))
-    files += [
-        scripts / "fsbench" / "measurement" / "rows.py",
-        scripts / "aggregate.py",
-        scripts / "plot.py",
-    ]
+    package = scripts / "fsbench"
+    files = [f for part in ANALYSIS_PACKAGES for f in sorted((package / part).glob("*.py"))]
+    files += [package / f for f in ANALYSIS_MODULES]
+    files += [scripts / "aggregate.py", scripts / "plot.py"]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 

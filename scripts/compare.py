@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from fsbench.analysis.compare_runs import run
+from fsbench.report.compare_runs import run
 from fsbench.toolkit.run_step import run_step
 
 here = Path(snakemake.input.measurements).parent

@@ -7,8 +7,8 @@ import pandas as pd
 
 from fsbench.analysis.aggregate import record_paths
 from fsbench.analysis.percentiles import percentile_curves
-from fsbench.analysis.plots import plot_campaign
-from fsbench.analysis.series import plot_timeseries
+from fsbench.plots.campaign import plot_campaign
+from fsbench.plots.timeseries import plot_timeseries
 from fsbench.toolkit.records import read_json
 from fsbench.toolkit.run_step import run_step
 

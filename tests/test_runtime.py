@@ -12,12 +12,12 @@ import pytest
 
 from fsbench.campaign.config import ConfigError, validate
 from fsbench.campaign.plan import Plan
-from fsbench.campaign.sizes import parse_duration
 from fsbench.engines import fio as fioengine
 from fsbench.engines import loops, mixed
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream, offsets
 from fsbench.storage import devices
+from fsbench.toolkit.sizes import parse_duration
 
 from conftest import RAM_ROOT, held, loop_devices_held, needs_root, needs_throttle, private_scratch, run_campaign
 

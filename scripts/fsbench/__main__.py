@@ -66,7 +66,7 @@ def main(argv=None) -> int:
 
 
 def run_compare(args) -> int:
-    from fsbench.analysis.compare_runs import run
+    from fsbench.report.compare_runs import run
 
     try:
         text, md, csv = run(args.old, args.new, args.output)

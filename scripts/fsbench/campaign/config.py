@@ -16,10 +16,10 @@ import jsonschema
 import yaml
 
 from fsbench.campaign.cells import targets
-from fsbench.campaign.sizes import ALLOWED as SIZE_ALLOWED
-from fsbench.campaign.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
 from fsbench.engines import capabilities
 from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
+from fsbench.toolkit.sizes import ALLOWED as SIZE_ALLOWED
+from fsbench.toolkit.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schema.yaml"
 

@@ -19,6 +19,7 @@ from fsbench.campaign.cells import (
     Cell,
     MetaCell,
     all_targets,
+    array_dir,
     fingerprint,
     hosts,
     is_metadata,
@@ -27,7 +28,6 @@ from fsbench.campaign.cells import (
     targets,
     tests,
 )
-from fsbench.cluster.hosts import array_dir
 from fsbench.engines.capabilities import method_params
 
 # The wildcards of the rules, as regexes: what a path segment may be.
@@ -138,7 +138,7 @@ class Plan:
             "array_spec": self.campaign["arrays"][array],
             # The fingerprint changes when anything that shapes the filesystem changes.
             "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
-            # Where the array's images, mount point and state live on the host (fsbench.cluster.hosts.array_dir).
+            # Where the array's images, mount point and state live on the host (fsbench.campaign.cells.array_dir).
             "workdir": str(array_dir(self.campaign["scratch"], self.campaign["campaign"], array, host)),
         }
 

@@ -3,15 +3,8 @@
 import socket
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, LOCAL, hosts
+from fsbench.campaign.cells import ALL_HOSTS, LOCAL, array_dir, hosts
 from fsbench.storage.devices import DeviceError
-
-
-def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Path:
-    """Where an array's images and mount point live: <scratch>/<campaign>/<array>, and <array>.<host> when
-    the campaign names hosts, so that a scratch directory (or a path array) shared by several nodes never
-    mixes their loop images or data."""
-    return Path(scratch) / campaign / (array if host == LOCAL else f"{array}.{host}")
 
 
 def part_host(host: str) -> str:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from fsbench.engines import capabilities
 from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
-from fsbench.engines.latency import Histogram
-from fsbench.measurement import timeseries
+from fsbench.toolkit import timeseries
+from fsbench.toolkit.latency import Histogram
 from fsbench.toolkit.system import ToolError
 
 

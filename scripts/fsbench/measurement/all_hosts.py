@@ -18,13 +18,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, CellSpec
-from fsbench.cluster.hosts import array_dir, check_host, part_host, short_hostname
+from fsbench.campaign.cells import ALL_HOSTS, CellSpec, array_dir
+from fsbench.cluster.hosts import check_host, part_host, short_hostname
 from fsbench.engines.job import aggregate
-from fsbench.measurement import timeseries
-from fsbench.measurement.measure import measure_read, measure_write, measurement_record, series_of
+from fsbench.measurement.judgement import series_of
+from fsbench.measurement.measure import measure_read, measure_write
+from fsbench.measurement.record import measurement_record
 from fsbench.measurement.rows import with_flags
 from fsbench.storage import arrays, devices
+from fsbench.toolkit import timeseries
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.system import ToolError, run
 

@@ -17,7 +17,7 @@ from fsbench.campaign.cells import CellSpec
 from fsbench.cluster.hosts import check_host
 from fsbench.engines.job import Job, Stream
 from fsbench.engines.registry import run_engine
-from fsbench.measurement import measure, provenance
+from fsbench.measurement import judgement, measure, provenance
 from fsbench.measurement.rows import rate
 from fsbench.storage import arrays, devices
 from fsbench.storage.arrays import ArrayState, Filesystem, Target
@@ -66,7 +66,7 @@ def precondition(spec: dict, array_spec: dict, array_record: dict, name: str, ho
             tuple(Stream(d, 0, True) for d in state.devices), size, bs, pattern=spec["pattern"], direct=True, seed=k
         )
         result = run_engine("python", "write", job)
-        series = measure.judged_series(result, log_interval)
+        series = judgement.judged_series(result, log_interval)
         figure = {
             "pass": k,
             "bytes": result["bytes"],

@@ -6,9 +6,9 @@ finished, over that time: IOR's stonewalling). From the records' `hosts` (fsbenc
 import re
 
 from fsbench.analysis.aggregate import record_paths
-from fsbench.analysis.document import Heading, Para, Table, blocks_html, blocks_markdown, number
-from fsbench.campaign.sizes import format_size
+from fsbench.report.document import Heading, Para, Table, blocks_html, blocks_markdown, number
 from fsbench.toolkit.records import read_json
+from fsbench.toolkit.sizes import format_size
 
 
 def hosts_blocks(paths: list[str]) -> list:
