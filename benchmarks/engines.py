@@ -201,6 +201,7 @@ def judged(dev: str) -> dict:
 # seconds (reads), its cpu_s_per_gb. fio writes and reads the same bytes right after (before, in odd rounds).
 
 CAMPAIGN, ARRAY = "bench-engines", "ram"
+WHY = "## Why"  # docs/bench-engines.md's hand-written part begins at this heading
 
 
 @dataclass(frozen=True)
@@ -434,7 +435,9 @@ def main() -> int:
         log("SMOKE=1: nothing written")
         return 0
     out = REPO / "docs" / "bench-engines.md"
-    out.write_text(text)
+    before = out.read_text() if out.exists() else ""
+    # What the tables are explained by is written by hand, below them: kept as it is.
+    out.write_text(text + (before[before.index(WHY) - 1 :] if WHY in before else ""))
     log(f"written to {out.relative_to(REPO)}")
     return 0
 
