@@ -16,7 +16,7 @@ import jsonschema
 import yaml
 
 from fsbench.campaign.cells import targets
-from fsbench.engines import capabilities
+from fsbench.engines import table
 from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
 from fsbench.toolkit.sizes import ALLOWED as SIZE_ALLOWED
 from fsbench.toolkit.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
@@ -114,25 +114,29 @@ def _size(value, key: str) -> int:
         raise _fail(key, value, SIZE_ALLOWED) from None
 
 
+def _duration(value, key: str) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise _fail(key, value, DURATION_ALLOWED) from None
+
+
 def _check_runtime(io: dict) -> None:
     """Time-based runs: io.size becomes the most a stream writes; an engine must be able to stop at the time and
     then read exactly what it wrote."""
-    try:
-        io["runtime"] = parse_duration(io["runtime"])
-    except ValueError:
-        raise _fail("io.runtime", io["runtime"], DURATION_ALLOWED) from None
+    io["runtime"] = _duration(io["runtime"], "io.runtime")
     engine = io["engine"]
-    if why := capabilities.why_not(engine, capabilities.RUNTIME):
-        raise _fail("io.engine", engine, f"{capabilities.able(capabilities.RUNTIME)} with io.runtime ({why}), or none")
-    if "rand" in io["patterns"] and (why := capabilities.why_not(engine, capabilities.RUNTIME_RAND_WRITE)):
+    if why := table.why_not(engine, table.RUNTIME):
+        raise _fail("io.engine", engine, f"{table.able(table.RUNTIME)} with io.runtime ({why}), or none")
+    if "rand" in io["patterns"] and (why := table.why_not(engine, table.RUNTIME_RAND_WRITE)):
         allowed = f"no rand with io.engine {engine} and io.runtime ({why}); "
-        allowed += f"use {capabilities.able(capabilities.RUNTIME_RAND_WRITE)}, or seq, randrw, rw"
+        allowed += f"use {table.able(table.RUNTIME_RAND_WRITE)}, or seq, randrw, rw"
         raise _fail("io.patterns", io["patterns"], allowed)
 
 
 def _check_engine(io: dict) -> None:
-    """The tests asked of what io.engine can do (fsbench.engines.capabilities)."""
-    engine, can = io["engine"], capabilities
+    """The tests asked of what io.engine can do (fsbench.engines.table)."""
+    engine, can = io["engine"], table
     whys = {why for p in io["patterns"] for need in can.needs(p) if (why := can.why_not(engine, need))}
     if whys:
         ok = [p for p in io["patterns"] if not any(can.why_not(engine, need) for need in can.needs(p))] or ["seq"]
@@ -174,10 +178,7 @@ def _check_semantics(config: dict) -> None:
     if "runtime" in io:
         _check_runtime(io)
     if "log_interval" in io:
-        try:
-            io["log_interval"] = parse_duration(io["log_interval"])
-        except ValueError:
-            raise _fail("io.log_interval", io["log_interval"], DURATION_ALLOWED) from None
+        io["log_interval"] = _duration(io["log_interval"], "io.log_interval")
     if config["precondition"] is not None:
         pre = config["precondition"]
         pre["block_size"] = _size(pre["block_size"], "precondition.block_size")

@@ -28,7 +28,7 @@ from fsbench.campaign.cells import (
     targets,
     tests,
 )
-from fsbench.engines.capabilities import method_params
+from fsbench.engines.table import method_params
 
 # The wildcards of the rules, as regexes: what a path segment may be.
 WILDCARDS = {
@@ -95,7 +95,7 @@ class Plan:
             "size": self.io["size"],
             "data": self.io["data"],
             "engine": self.io["engine"],
-            # A deliberate change of how the engine measures (capabilities.ENGINES[...].method) re-measures.
+            # A deliberate change of how the engine measures (table.ENGINES[...].method) re-measures.
             **method_params(self.io["engine"]),
             "cache": self.io["cache"],
             **self._storage(host, array, target),

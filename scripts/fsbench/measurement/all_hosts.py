@@ -24,9 +24,8 @@ from fsbench.engines.job import aggregate
 from fsbench.measurement.judgement import series_of
 from fsbench.measurement.measure import measure_read, measure_write
 from fsbench.measurement.record import measurement_record
-from fsbench.measurement.rows import with_flags
 from fsbench.storage import arrays, devices
-from fsbench.toolkit import timeseries
+from fsbench.toolkit import flags, timeseries
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.system import ToolError, run
 
@@ -144,7 +143,7 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     per_host = by_host(hosts, parts)
     for row, host in zip(rows, hosts, strict=True):
         if per_host["hosts"][host].get("straggler"):
-            row["flags"] = with_flags(row["flags"], ["straggler"])
+            row["flags"] = flags.add(row["flags"], [flags.STRAGGLER])
     target = arrays.Target.from_record(parts[0]["setup"])
     # Time-based: each part's read checked that it covered what its write moved (its own row's flags).
     result["expected_bytes"] = None if cell.runtime else cell.size * cell.streams * len(hosts)

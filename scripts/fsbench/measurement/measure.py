@@ -12,18 +12,17 @@ import shutil
 from pathlib import Path
 
 from fsbench.campaign.cells import MIXED, CellSpec
-from fsbench.engines import metadata
+from fsbench.engines import metadata, table
 from fsbench.engines.job import Job
-from fsbench.engines.registry import run_engine, run_mixed
 from fsbench.measurement import provenance
 from fsbench.measurement.cell_job import job_for
 from fsbench.measurement.cold import make_cold
 from fsbench.measurement.identity import check_identity, head, ready_for_io
 from fsbench.measurement.judgement import series_flags, series_of
 from fsbench.measurement.record import measurement_record, row_of
-from fsbench.measurement.rows import flags_for, with_flags
 from fsbench.storage import cache, devices, telemetry
 from fsbench.storage.arrays import Target
+from fsbench.toolkit import flags
 
 
 def measure_metadata(target: Target, cell: CellSpec, workdir) -> dict:
@@ -52,7 +51,7 @@ def measure_metadata(target: Target, cell: CellSpec, workdir) -> dict:
     rows = []
     for phase, figure in found["phases"].items():
         row = row_of(cell, phase, figure, target, workload="metadata")
-        row["flags"] = flags_for(row, figure["bytes"])
+        row["flags"] = flags.doubts(row, figure["bytes"])
         rows.append(row)
     return {
         "rows": rows,
@@ -96,7 +95,7 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
         )
     try:
         with telemetry.measured("write", _members(target)) as found:
-            result = run_engine(cell.engine, "write", job)
+            result = table.run(cell.engine, "write", job)
         if job.runtime:
             result["expected_bytes"] = None  # as much as the time allowed, up to io.size
         result |= telemetry.columns("write", result["bytes"], found)
@@ -141,7 +140,7 @@ def measure_read(write_record: dict, cell: CellSpec, workdir) -> dict:
     if cell.pattern in MIXED:
         return _measure_mix(job, cell, target, how, cached)
     with telemetry.measured("read", _members(target)) as found:
-        result = run_engine(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
+        result = table.run(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
     if job.counts:  # what the time-based write moved
         result["expected_bytes"] = sum(job.counts) * job.block_size
     result |= telemetry.columns("read", result["bytes"], found)
@@ -155,7 +154,7 @@ def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: lis
     and op write, of the same run."""
     members = _members(target)
     with telemetry.measured("read", members) as reads, telemetry.measured("write", members) as writes:
-        found = run_mixed(cell.engine, job, cell.rwmix_read)
+        found = table.run(cell.engine, "mixed", job, cell.rwmix_read)
     total = found["read"]["bytes"] + found["write"]["bytes"]
     rows, series = [], {}
     for op, seen in (("read", reads), ("write", writes)):
@@ -166,7 +165,7 @@ def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: lis
         row = row_of(cell, op, result, target)
         series[op] = series_of(cell, result)
         # a mix moves its share of the cell's bytes each way
-        row["flags"] = with_flags(flags_for(row, row["bytes"]), series_flags(series[op]))
+        row["flags"] = flags.add(flags.doubts(row, row["bytes"]), series_flags(series[op]))
         rows.append(row)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)
