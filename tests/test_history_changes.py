@@ -23,14 +23,15 @@ def noisy(rng, n, level=100.0, noise=0.03):
 
 
 def test_a_10_percent_step_at_3_percent_noise_is_found_within_3_runs_after_it():
-    """20 runs, then the step: once 3 runs after it are in, it is confirmed at the right run in >= 85 % of seeds
-    (issue 28 asks 90 %: docs/bench-history.md has 87 % on 1,000 series; the rest is cut a run off or missed)."""
+    """20 runs, then the step: once 3 runs after it are in, it is confirmed at the right run in >= 87 % of seeds
+    (89 here; issue 28 asks 90 %: docs/bench-history.md has 89-90 % on 1,000 series, and an oracle that knows
+    both levels places ~94 % at the right run; the rest is cut a run off or missed)."""
     found = 0
     for seed in SEEDS:
         rng = np.random.default_rng(seed)
         values = np.r_[noisy(rng, 20), noisy(rng, 3, level=110.0)]
         found += any(c.index == 20 and c.confirmed for c in changes.find(values))
-    assert found >= 85, f"found in {found} of 100"
+    assert found >= 87, f"found in {found} of 100"
 
 
 def test_a_3x_step_is_suspected_from_the_first_run_after_it():
