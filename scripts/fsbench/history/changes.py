@@ -18,7 +18,10 @@ anti-conservative. Welch's test would not do: with 3 runs after a step it has ab
 misses even a 10 % step at 3 % noise. Tried and dropped: a Bonferroni correction over the cuts (74 % of 10 %
 steps found in stores of 50 series, against 77 %); pulling wild runs in to their neighbours' median first, and a
 permutation null (exact for any noise, ~20 ms a series): neither lowered the false alarms under heavy-tailed
-noise. The first candidate of each series (and of each piece between marks) is one hypothesis;
+noise; the likelihood ratio averaged over the cuts instead of its largest (97.2 against 97.8 % of 10 % steps
+with 3 runs after them at p 0.05, 87.6 against 88.4 % at 0.01); a floor of the pooled noise at the neighbour-
+difference noise; Storey's adaptive Benjamini–Hochberg (+1 point in stores with steps, more alarms on their flat
+series). The first candidate of each series (and of each piece between marks) is one hypothesis;
 Benjamini–Hochberg at FDR across all of them in one call sets the p-value a change must reach; a change whose
 medians differ by less than `min_change` (history_min_change) is not reported whatever its p. Accepted, the
 segments on either side are searched again, at the same p.
