@@ -139,6 +139,10 @@ CHANGES = [
     ("metadata.file_size", META, "8KiB", "series", "metadata"),
     ("metadata.dirs", META, 4, "series", "metadata"),
     ("metadata.fsync", META, "file", "series", "metadata"),
+    ("metadata.cache", META, "warm", "series", "metadata"),
+    ("io.read_from", {}, "other", "series", "io"),
+    # an io cell's series is not io500's (each IO500 phase is a series of its own: tests/test_history_io500.py)
+    ("io500", {"raw": False, "arrays.demo.size": "512MiB"}, {"mdtest-easy": {"n": 10}}, "context", "io"),
     ("compare_to", {}, "COMPARE", "context", "io"),
     ("baselines", {}, {"old": "COMPARE"}, "context", "io"),
     ("history_context", {}, {"firmware": "2.2"}, "context", "io"),

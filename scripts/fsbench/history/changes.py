@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import io500
 from .key import DIRECTION, HIGHER, KEY_COLUMNS
 
 MIN_SIZE = 3  # runs on each side of a confirmed change: a step shows only when it lasts
@@ -48,7 +49,7 @@ FDR = 0.05  # Benjamini–Hochberg's false discovery rate across the series of o
 MIN_CHANGE = 0.05  # history_min_change's default: smaller steps of the median are not reported
 SUSPECT_SIGMAS = 20.0  # how far outside the noise the runs after a fresh step must lie to be suspected
 NOISE_FLOOR = 0.005  # the least noise assumed (0.5 %): a series repeated to the last digit is not cut at a wobble
-# The metric each series is tested on, by workload and op.
+# The metric each series is tested on, by workload and op (an IO500 phase: its figure, io500.metric).
 LEAD = {"write": "mb_s_durable", "read": "mb_s", "metadata": "iops"}
 
 
@@ -62,6 +63,8 @@ class Change:
 
 
 def lead_metric(workload: str, op: str) -> str:
+    if workload == io500.WORKLOAD:
+        return io500.metric(op)
     return LEAD["metadata"] if workload == "metadata" else LEAD.get(op, "mb_s")
 
 

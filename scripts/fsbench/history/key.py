@@ -11,7 +11,8 @@ key:      the cell's settings (fsbench.campaign.cells.CellSpec: the test, size, 
           method, cache, the metadata test's, the array as configured, the filesystem's type, mkfs and mount options as
           configured), with each device's model and size, the mkfs arguments (less device paths) and the mount
           options as read back, the host when the storage is its own (not for path arrays, which hosts share);
-          per series also the metric.
+          per series also the metric. An IO500 phase (fsbench.history.io500): its record's cell (io500's
+          settings and read_from), the phase as op, and the hosts that ran it.
 context:  campaign, date (the run's start), scratch, the time series' judging settings (log_interval, drop,
           steady), kernel, distribution, cpu, fsbench (git commit), each tool's version, cpu_governor where
           readable, the campaign's other settings (precondition, hosts_parallel, repeats, …) and what its
@@ -28,6 +29,8 @@ import pandas as pd
 
 from fsbench.measurement.rows import META_TEST, TEST
 
+from . import io500
+
 # A cell's fields that only name it (the latest run's names are shown) or place it, and those that describe how
 # the run was judged or where it lived: context. Every other field of the cell is the key.
 NAMES = ("campaign", "array", "target", "test", "rep")
@@ -37,7 +40,14 @@ CONTEXT_FIELDS = ("workdir", "log_interval", "drop", "steady", "shared_dir", "sl
 NOT_CONTEXT = ("campaign", "history", "history_timeout", "history_min_change", "history_context")
 # Figures followed over time, and which way is better.
 HIGHER, LOWER = "higher", "lower"
-DIRECTION = {"mb_s": HIGHER, "mb_s_durable": HIGHER, "lat_p50_us": LOWER, "iops": HIGHER}
+DIRECTION = {
+    "mb_s": HIGHER,
+    "mb_s_durable": HIGHER,
+    "lat_p50_us": LOWER,
+    "iops": HIGHER,
+    "gib_s": HIGHER,
+    "kiops": HIGHER,
+}
 # Columns of changes.csv and series output that name the series (array and target: as the latest run calls them;
 # settings: the rest of the cell's key, as text).
 KEY_COLUMNS = [
@@ -57,7 +67,10 @@ KEY_COLUMNS = [
 
 
 def metrics_of(row: dict) -> list[str]:
-    """Metadata rows: files per second. Block I/O: MB/s (writes also with the flush), and median latency."""
+    """Metadata rows: files per second. IO500 phases: their figure. Block I/O: MB/s (writes also with the flush),
+    and median latency."""
+    if row.get("workload") == io500.WORKLOAD:
+        return [io500.metric(row["op"])]
     if row.get("workload") == "metadata":
         return ["iops"]
     return ["mb_s", "mb_s_durable", "lat_p50_us"] if row["op"] == "write" else ["mb_s", "lat_p50_us"]
@@ -96,15 +109,20 @@ def key_of(row: dict, cell: dict, provenance: dict) -> dict:
     if read_back:
         mkfs = [a for a in read_back.get("mkfs_argv", []) if not str(a).startswith("/dev/")]
         options = {"mkfs": mkfs, "mount": read_back.get("mount_options_read_back")}
-    return key | {
-        # the host as measured (a cell's own says `local` where the campaign names none); none for shared storage
-        "host": None if spec.get("kind") == "path" else row["host"],
-        "fs_type": row["fs_type"],  # a path array's: the filesystem found there
-        "fs_options": options,
-        "workload": row.get("workload") or "io",
-        "op": row["op"],
-        "engine": row["engine"],
-    }
+    return (
+        key
+        | {
+            # the host as measured (a cell's own says `local` where the campaign names none); none for shared storage
+            "host": None if spec.get("kind") == "path" else row["host"],
+            "fs_type": row["fs_type"],  # a path array's: the filesystem found there
+            "fs_options": options,
+            "workload": row.get("workload") or "io",
+            "op": row["op"],
+            "engine": row.get("engine"),
+            # an IO500 phase: the hosts that ran it (the phase's processes are io500.processes on each)
+        }
+        | ({"hosts": row["hosts"]} if row.get("workload") == io500.WORKLOAD else {})
+    )
 
 
 def series_id(key: dict) -> str:

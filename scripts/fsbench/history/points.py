@@ -88,6 +88,8 @@ def _key_value(row: dict, col: str):
 
 def label(line) -> str:
     """A series as people name it: host/array target op pattern block size …"""
+    if line.get("workload") == "io500":  # the phase is its op; its settings are in `settings`
+        return f"{line['host'] or 'shared'}/{line['array']} {line['target']} io500 {line['op']}"
     bs = line["block_size"]
     size = f"{int(bs) // 1024}KiB" if bs and int(bs) < 2**20 else (f"{int(bs) // 2**20}MiB" if bs else "")
     parts = [f"{line['host'] or 'shared'}/{line['array']}", str(line["target"]), str(line["op"]), str(line["pattern"])]

@@ -25,6 +25,7 @@ from .points import label, left_out_summary  # noqa: E402
 COLOURS = {"regression": "#c0392b", "improvement": "#1e8449", "suspected": "#d68910"}
 ORDER = {"regression": 0, "suspected": 1, "improvement": 2, "": 3}  # the table's order: regressions first
 UNITS = {"mb_s": "MB/s", "mb_s_durable": "MB/s incl. flush", "lat_p50_us": "median latency, µs", "iops": "per second"}
+UNITS |= {"gib_s": "GiB/s", "kiops": "thousands per second"}  # IO500's phases
 SPAN = 0.10  # each y axis spans at least ±10 % of its series' median: noise must not look like a trend
 STYLE = """body{font-family:sans-serif;margin:1.5em;max-width:1400px}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:1em}
@@ -192,7 +193,8 @@ def page(
     head = (
         f"<p>{len(table)} series with more than one valid run; {counts.get('regression', 0)} regression(s), "
         f"{counts.get('suspected', 0)} suspected, {counts.get('improvement', 0)} improvement(s). Each series is "
-        "judged on its lead metric (writes: MB/s incl. flush; reads: MB/s; metadata: files per second).</p>"
+        "judged on its lead metric (writes: MB/s incl. flush; reads: MB/s; metadata: files per second; "
+        "IO500 phases: their figure, GiB/s or kIOPS).</p>"
     )
     if not panels:
         head = "<p>The store holds no series with more than one valid run yet: trends show from the second on.</p>"

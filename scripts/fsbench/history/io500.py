@@ -1,0 +1,42 @@
+"""IO500 phase records (fsbench.io500.launch) as rows of the store, beside measurements.csv's: one per phase and
+target, the phase as its op, its figure under its unit's metric, valid and why not as the list judges it, and
+`record` naming the record whose cell (the CellSpec the phase ran with) is the series key, as for any row."""
+
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from fsbench.toolkit.records import read_json
+
+WORKLOAD = "io500"
+
+
+def metric(op: str) -> str:
+    """IO500's units: GiB/s for the ior phases, kIOPS (thousands of items per second) for mdtest and find."""
+    return "gib_s" if op.startswith("ior-") else "kiops"
+
+
+def rows(records: list) -> pd.DataFrame:
+    """One row per phase record (paths); `hosts`: the hosts whose processes ran it (their number is the figure's)."""
+    found = []
+    for path in records:
+        r = read_json(path)
+        cell = r["cell"]
+        found.append(
+            {
+                **{k: cell[k] for k in ("campaign", "host", "array", "target", "fs_type", "rep")},
+                "workload": WORKLOAD,
+                "op": r["phase"],
+                # as the measuring steps write theirs (ISO, UTC): a run's first row is its start
+                "started_at": datetime.fromtimestamp(r["started_at"], UTC).isoformat(timespec="microseconds"),
+                "engine": None,  # fsbench's own processes (fsbench.io500.run), no engine of the io cells
+                metric(r["phase"]): r["value"],
+                "unit": r["unit"],
+                "seconds": r["seconds"],
+                "valid": r["valid"],
+                "invalid_reasons": r["invalid_reasons"],
+                "hosts": ",".join(sorted(r["hosts"])),
+                "record": str(path),
+            }
+        )
+    return pd.DataFrame(found)

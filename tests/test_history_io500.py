@@ -1,0 +1,110 @@
+"""IO500's phases in the results store like any other figure: a series per target, phase and the io500 settings
+the phase ran with (its record's cell) and hosts; its value in the phase's unit; its valid flag respected; a
+regression of one phase between runs found by `history changes`."""
+
+import copy
+import json
+
+import pytest
+
+from fsbench.campaign.config import validate
+from fsbench.campaign.plan import Plan
+from fsbench.history import changes, io500, points, store
+from fsbench.history.key import entries
+from fsbench.io500 import phases as ph
+
+IO500 = {
+    "processes": 2,
+    "ior-easy": {"transferSize": "64KiB", "blockSize": "1MiB"},
+    "ior-hard": {"segmentCount": 10},
+    "mdtest-easy": {"n": 20},
+    "mdtest-hard": {"n": 15},
+}
+PROVENANCE = {"arrays": {"p": {"spec": {"kind": "path", "path": "/srv/data"}, "devices": [], "targets": {}}}}
+
+
+def config(tmp_path, **io500):
+    settings = copy.deepcopy(IO500)
+    for k, v in io500.items():
+        settings[k] = v if not isinstance(v, dict) else settings[k] | v
+    c = {"campaign": "io5", "arrays": {"p": {"kind": "path", "path": str(tmp_path)}}, "io500": settings}
+    return validate(c | {"history": False, "scratch": str(tmp_path)})
+
+
+def records(tmp_path, c, run: int, value=lambda phase: 10.0, valid=True, hosts=("local",)) -> list:
+    """A run's twelve phase records, as fsbench.io500.launch writes them (the fields the store reads)."""
+    cell = Plan(c).cell_spec("local", "p", "path", "io500", 1)
+    folder = tmp_path / f"run{run}-{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    found = []
+    for i, phase in enumerate(ph.PHASES):
+        r = {
+            "step": "io500",
+            "phase": phase,
+            "value": value(phase),
+            "unit": ph.unit(phase),
+            "seconds": 1.0,
+            "valid": valid,
+            "invalid_reasons": "" if valid else "ran 1 s, under the list's 300 s",
+            "started_at": 1_780_000_000.0 + 86400 * run + i,
+            "hosts": {h: {} for h in hosts},
+            "cell": cell,
+        }
+        (folder / f"{phase}.json").write_text(json.dumps(r))
+        found.append(folder / f"{phase}.json")
+    return found
+
+
+def append(where, tmp_path, c, run, **kw):
+    rows = entries(io500.rows(records(tmp_path, c, run, **kw)), PROVENANCE, c, {})
+    return store.append(where, rows), rows
+
+
+def test_each_phase_is_a_series_in_its_unit_keyed_by_the_settings_it_ran_with(tmp_path):
+    c = config(tmp_path)
+    _, rows = append(str(tmp_path / "h.sqlite"), tmp_path, c, 0)
+    assert [e["row"]["op"] for e in rows] == list(ph.PHASES) and len({e["series"] for e in rows}) == 12
+    first = rows[0]
+    assert first["key"]["io500"]["ior-easy"] == {"transferSize": 65536, "blockSize": 2**20}
+    assert first["key"]["host"] is None and first["key"]["hosts"] == "local"  # a path array: shared storage
+    assert first["row"]["gib_s"] == 10.0 and rows[1]["row"]["kiops"] == 10.0
+    again = entries(io500.rows(records(tmp_path, config(tmp_path), 1)), PROVENANCE, c, {})
+    assert [e["series"] for e in again] == [e["series"] for e in rows]  # another run: the same series
+    for change in (
+        {"processes": 4},
+        {"ior-easy": {"transferSize": "128KiB"}},
+        {"ior-easy": {"blockSize": "2MiB"}},
+        {"ior-hard": {"segmentCount": 20}},
+        {"mdtest-easy": {"n": 30}},
+        {"mdtest-hard": {"n": 30}},
+        {"stonewall-time": 5},
+    ):
+        other = entries(io500.rows(records(tmp_path, config(tmp_path, **change), 1)), PROVENANCE, c, {})
+        assert not {e["series"] for e in other} & {e["series"] for e in rows}, change
+    two = entries(io500.rows(records(tmp_path, c, 1, hosts=("n1", "n2"))), PROVENANCE, c, {})
+    assert not {e["series"] for e in two} & {e["series"] for e in rows}  # more hosts, more processes
+
+
+def test_a_phase_regression_between_runs_is_found_and_invalid_phases_stay_out(tmp_path):
+    where, c = str(tmp_path / "h.sqlite"), config(tmp_path)
+    noise = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.01, 0.99]
+    for run, wobble in enumerate(noise):
+        slow = 0.6 if run >= 4 else 1.0  # mdtest-hard-write 40 % slower from the fifth run on
+        done, _ = append(
+            where, tmp_path, c, run, value=lambda p, w=wobble, s=slow: 10.0 * w * (s if p == "mdtest-hard-write" else 1)
+        )
+        assert done["added"] == 12 and len(done["added_by_run"]) == 1  # one run, its own
+    stored = store.load(where)
+    assert len(points.runs(stored)) == 8 and points.runs(stored)["series"].eq(12).all()
+    found = changes.analyse(points.points(stored), {})
+    hit = found[found["verdict"] == "regression"]
+    assert list(hit["op"]) == ["mdtest-hard-write"] and list(hit["metric"]) == ["kiops"]
+    assert hit["ratio"].iloc[0] == pytest.approx(0.6, abs=0.02)
+    # a ninth run whose phases are not valid: stored, never a point of a verdict
+    done, _ = append(where, tmp_path, c, 8, value=lambda p: 1.0, valid=False)
+    stored = store.load(where)
+    assert done["added"] == 12 and len(points.points(stored)) == 8 * 12
+    assert len(points.points(stored, invalid=True)) == 12
+    assert changes.analyse(points.points(stored), {}).equals(found)
+    listed = points.points(stored).groupby("series").tail(1)
+    assert points.label(listed[listed["op"] == "find"].iloc[0]) == "local/p path io500 find"
