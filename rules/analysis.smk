@@ -152,6 +152,7 @@ rule history:
     input:
         measurements=f"{RESULTS}/measurements.csv",
         provenance=f"{RESULTS}/provenance.json",
+        io500=io500_records(),  # each IO500 phase a figure of the store (none without io500)
     output:
         record=f"{RESULTS}/history.json",
         trends=report(

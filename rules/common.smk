@@ -294,6 +294,15 @@ def io500_state(phase, cell=IO500_CELL):
     return state_file(phase, 1, cell)
 
 
+def io500_records():
+    """Every IO500 phase record of the campaign: io500.csv's, and the history's rows of the phases."""
+    return [
+        io500_record(phase, IO500_CELL.format(host=h, array=a, target=t))
+        for h, a, t in IO500_PLACES
+        for phase in IO500_PHASES
+    ]
+
+
 def io500_cell(wildcards):
     return PLAN.cell_spec(wildcards.host, wildcards.array, wildcards.target, "io500", 1)
 

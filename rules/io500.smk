@@ -33,11 +33,7 @@ for io500_phase in IO500_PHASES:
 
 rule io500_table:
     input:
-        [
-            io500_record(phase, IO500_CELL.format(host=h, array=a, target=t))
-            for h, a, t in IO500_PLACES
-            for phase in IO500_PHASES
-        ],
+        io500_records(),
     output:
         report(
             f"{RESULTS}/io500.csv", caption="../captions/io500.rst", category="Tables"
