@@ -5,6 +5,7 @@ import copy
 import math
 import os
 import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -12,12 +13,13 @@ import pytest
 from fsbench.campaign.cells import CellSpec, io500_places
 from fsbench.campaign.config import ConfigError, validate
 from fsbench.campaign.plan import Plan
+from fsbench.history import store
 from fsbench.io500 import launch
 from fsbench.io500 import phases as ph
 from fsbench.io500.table import markdown, table
 from fsbench.toolkit.sizes import format_size
 
-from conftest import needs_root, run_campaign
+from conftest import REPO, needs_root, run_campaign
 
 IO500 = {
     "processes": 2,
@@ -219,6 +221,7 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     c = campaign(data, scratch=str(scratch / "s"))
     c["io500"]["stonewall-time"] = 5  # far beyond these sizes: every phase writes all it may
     c["io"] |= {"streams": [2], "read_from": "other"}  # the block I/O cell too reads the other stream's file
+    c["history"] = str(tmp_path / "history.sqlite")
     run_campaign(tmp_path, c)
     res = tmp_path / "results" / "io5"
     df = pd.read_csv(res / "io500.csv", keep_default_na=False)
@@ -246,6 +249,21 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     assert [(w["stream"], w["written_by"]) for w in io_read["read_from"]] == [(0, "stream 1"), (1, "stream 0")]
     assert io_read["read_from"][0]["read"].endswith("-1.dat") and io_read["row"]["bytes"] == 2 * 4 * 2**20
     assert os.listdir(data) == []
+    # the results store: each phase a series of its own in the phase's unit, in the run of the block I/O cell
+    stored = store.load(c["history"])
+    phases = {r["op"]: r for r in stored if r["workload"] == "io500"}
+    assert sorted(phases) == sorted(ph.PHASES) and len({r["series"] for r in phases.values()}) == 12
+    assert {r["run"] for r in stored} == {next(iter(phases.values()))["run"]}  # one run: io rows and phases
+    for p, r in phases.items():
+        assert r[("gib_s" if p.startswith("ior-") else "kiops")] == pytest.approx(values[p], rel=1e-9)
+        assert r["valid"] == v.loc[p, "valid"] and r["key"]["io500"]["mdtest-hard"] == {"n": 15}
+        assert r["key"]["io500"]["stonewall-time"] == 5 and r["key"]["hosts"] == "local"
+    argv = [sys.executable, "-m", "fsbench", "history", "series", "--store", c["history"]]
+    env = os.environ | {"PYTHONPATH": str(REPO / "scripts")}
+    listed = subprocess.run(argv, capture_output=True, text=True, env=env, check=True).stdout
+    for p in ph.PHASES:  # a phase the list would not take (the short writes) is stored, but is no point
+        shown = any(line.endswith(f" local/p path io500 {p}") for line in listed.splitlines())
+        assert shown == bool(v.loc[p, "valid"]), (p, listed)
 
 
 @needs_root
