@@ -1,0 +1,344 @@
+"""make bench-peers: fsbench held against IOR and mdtest (issue 27), with the same parameters on the same storage.
+
+The peers are built out of tree by tools/peers.py from ../shared/peers/ior-5fcf0ba.tar.gz (hpc/ior at 5fcf0ba,
+GPL-2.0; never copied into this repository) and run with Open MPI from apt, as root with OMPI_ALLOW_RUN_AS_ROOT=1,
+OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 and --oversubscribe (2 ranks on this 2-core VM).
+
+What is compared, per storage (each a folder on a mounted filesystem):
+- block I/O, what fsbench has today: 2 streams, a file each, O_DIRECT, 1 MiB blocks, SIZE per stream. fsbench: the
+  python engine as a cell runs it (`run_engine("python", op, Job(...))`), a write's figure over seconds_durable
+  (its fsync inside), a read after the cache was dropped. IOR: `ior -a POSIX --posix.odirect -F -C -e -t 1m -b
+  SIZE -i 1` (-F a file per process, -C: each rank reads another rank's file, -e: fsync at the end of the write,
+  inside IOR's write time); its own summary's write and read Max(MiB) (MiB/s, 1 iteration).
+- metadata, mdtest-easy's shape: 2 processes, FILES empty files each in a directory of its own, created, stat'ed,
+  read and removed, the caches dropped (sync; echo 3 > drop_caches) before every phase. fsbench: its metadata
+  engine (fsbench.engines.metadata.run_phase, MetaJob(streams=2, files=FILES, file_size=0, dirs=1, fsync=none)).
+  mdtest: one run per phase, `mdtest -F -P -u -L -n FILES -C|-T|-E|-r -d DIR`, its "File creation/stat/read/
+  removal" rate.
+
+Paired in time: in each of ROUNDS rounds every phase runs fsbench then the peer (the peer first in odd rounds); the
+ratio fsbench/peer is taken per round and its median over the rounds reported beside both medians. Targets (issue
+27): block I/O within 0.95-1.05 of IOR, metadata within 0.9-1.1 of mdtest.
+
+Storage: `ext4-ram`, a loop device (direct I/O) over an image in /dev/shm with ext4 on it; `glusterfs`, the
+test cluster's GlusterFS volume (tools/slurm_local.py, started and stopped here under /tmp/fsbench-slurm.lock, the
+volume mounted through this host's FUSE client). SMOKE=1: tiny sizes, one round, ext4-ram only, nothing written
+to docs/. Root; writes docs/bench-peers.md.
+"""
+
+import contextlib
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "tools"))
+
+import peers  # noqa: E402  (tools/peers.py)
+
+from fsbench.engines import metadata  # noqa: E402
+from fsbench.engines.job import Job, Stream  # noqa: E402
+from fsbench.engines.registry import run_engine  # noqa: E402
+from fsbench.sizes import format_size  # noqa: E402
+from fsbench.storage import devices  # noqa: E402
+
+MiB, GiB = 2**20, 2**30
+SMOKE = os.environ.get("SMOKE") == "1"
+RANKS = 2
+BLOCK = MiB
+SIZE = 16 * MiB if SMOKE else GiB  # per stream
+FILES = 200 if SMOKE else 2000  # per process, as the issue's measurement
+ROUNDS = 1 if SMOKE else int(os.environ.get("ROUNDS", "5"))
+IMAGE = 256 * MiB if SMOKE else 3 * GiB  # under /dev/shm: with the data, well under 4 GiB
+STORAGES = ["ext4-ram"] if SMOKE else os.environ.get("STORAGES", "ext4-ram,glusterfs").split(",")
+IO_GOAL, MD_GOAL = (0.95, 1.05), (0.9, 1.1)
+MD_FLAG = {"create": "-C", "stat": "-T", "read": "-E", "delete": "-r"}
+MD_LINE = {"create": "File creation", "stat": "File stat", "read": "File read", "delete": "File removal"}
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def drop_caches() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str  # e.g. "write", "md stat"
+    unit: str  # MB/s | files/s
+    goal: tuple[float, float]
+    fsbench: str  # what fsbench runs, in words
+    peer: str  # the peer's command
+
+
+# --- the peers ----------------------------------------------------------------------------------------------
+
+
+def mpirun(bin_dir: Path, tool: str, args: list[str]) -> str:
+    argv = [*peers.mpirun(RANKS), str(bin_dir / tool), *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=os.environ | peers.MPI_ENV, timeout=1800)
+    if proc.returncode:
+        raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}{proc.stdout[-2000:]}")
+    return proc.stdout
+
+
+def ior_args(folder: Path) -> list[str]:
+    size = f"{SIZE // MiB}m"
+    return [
+        "-a",
+        "POSIX",
+        "--posix.odirect",
+        "-F",
+        "-C",
+        "-e",
+        "-t",
+        "1m",
+        "-b",
+        size,
+        "-i",
+        "1",
+        "-o",
+        f"{folder}/ior",
+    ]
+
+
+def ior(bin_dir: Path, folder: Path) -> dict:
+    """IOR's own write and read bandwidth (bytes/s) for one run of both; its files removed after."""
+    out = mpirun(bin_dir, "ior", ior_args(folder))
+    summary = out.split("Summary of all tests:")[-1].splitlines()
+    # "write  <Max(MiB)> <Min(MiB)> ...": one iteration, so max = its figure, in MiB/s
+    found = {f[0]: float(f[1]) * MiB for line in summary if (f := line.split()) and f[0] in ("write", "read")}
+    if set(found) != {"write", "read"}:
+        raise RuntimeError(f"no write and read in IOR's summary:\n{out[-2000:]}")
+    return found
+
+
+def mdtest_args(folder: Path, phase: str) -> list[str]:
+    return ["-F", "-P", "-u", "-L", "-n", str(FILES), MD_FLAG[phase], "-d", str(folder)]
+
+
+def mdtest(bin_dir: Path, folder: Path, phase: str) -> float:
+    out = mpirun(bin_dir, "mdtest", mdtest_args(folder, phase))
+    line = next((s for s in out.splitlines() if s.strip().startswith(MD_LINE[phase])), None)
+    if line is None:
+        raise RuntimeError(f"no '{MD_LINE[phase]}' in mdtest's output:\n{out[-2000:]}")
+    return float(line.split()[2])  # the first table is the rate (ops/s), max of 1 iteration
+
+
+# --- fsbench ----------------------------------------------------------------------------------------------
+
+
+def block_job(folder: Path) -> Job:
+    streams = tuple(Stream(str(folder / f"fsbench-{s}.dat")) for s in range(RANKS))
+    return Job(streams, SIZE, BLOCK, direct=True)
+
+
+def fsbench_io(folder: Path) -> dict:
+    """The python engine's write (bytes over seconds_durable) then, caches dropped, its read; files removed."""
+    job = block_job(folder)
+    try:
+        write = run_engine("python", "write", job)
+        drop_caches()
+        read = run_engine("python", "read", job)
+    finally:
+        for s in job.streams:
+            Path(s.path).unlink(missing_ok=True)
+    for op, figure in (("write", write), ("read", read)):
+        if figure["bytes"] != RANKS * SIZE:
+            raise RuntimeError(f"fsbench {op} moved {figure['bytes']} of {RANKS * SIZE} bytes")
+    return {"write": write["bytes"] / write["seconds_durable"], "read": read["bytes"] / read["seconds"]}
+
+
+def meta_job(folder: Path) -> metadata.MetaJob:
+    return metadata.MetaJob(str(folder), RANKS, FILES, 0, 1, fsync="none")
+
+
+# --- paired rounds ----------------------------------------------------------------------------------------
+
+
+def phases() -> list[Phase]:
+    found = []
+    for op in ("write", "read"):
+        what = "python engine, bytes / seconds_durable" if op == "write" else "python engine after drop_caches"
+        cmd = "ior " + " ".join(ior_args(Path("DIR")))
+        found.append(Phase(op, "MB/s", IO_GOAL, f"{what}; 2 streams, O_DIRECT, 1 MiB, {format_size(SIZE)} each", cmd))
+    for ph in metadata.PHASES:
+        cmd = "mdtest " + " ".join(mdtest_args(Path("DIR"), ph))
+        found.append(Phase(f"md {ph}", "files/s", MD_GOAL, f"metadata run_phase('{ph}'), 2 x {FILES} empty files", cmd))
+    return found
+
+
+def one_round(bin_dir: Path, root: Path, peer_first: bool) -> dict:
+    """{phase: (fsbench, peer)} for one round on the filesystem at `root`."""
+    got = {}
+    fs_dir, peer_dir = root / "fsbench", root / "peer"
+    for d in (fs_dir, peer_dir):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+    # Block I/O: IOR runs write and read in one go, fsbench its write and read; each pair side by side.
+    runs = [("fsbench", lambda: fsbench_io(fs_dir)), ("peer", lambda: ior(bin_dir, peer_dir))]
+    results = {}
+    for who, run in reversed(runs) if peer_first else runs:
+        drop_caches()
+        results[who] = run()
+    for op in ("write", "read"):
+        got[op] = (results["fsbench"][op], results["peer"][op])
+    # Metadata: one phase at a time, both tools' trees made by their own create, caches dropped before each.
+    job = meta_job(fs_dir)
+    metadata.make_trees(job)
+    try:
+        for ph in metadata.PHASES:
+            pair = {}
+            order = ["peer", "fsbench"] if peer_first else ["fsbench", "peer"]
+            for who in order:
+                drop_caches()
+                if who == "fsbench":
+                    figure = metadata.run_phase(job, ph)
+                    pair[who] = figure["ops"] / figure["seconds"]
+                else:
+                    pair[who] = mdtest(bin_dir, peer_dir, ph)
+            got[f"md {ph}"] = (pair["fsbench"], pair["peer"])
+    finally:
+        metadata.remove_trees(job)
+        shutil.rmtree(peer_dir, ignore_errors=True)
+        shutil.rmtree(fs_dir, ignore_errors=True)
+    return got
+
+
+def judged(bin_dir: Path, root: Path) -> dict:
+    figures = {}
+    for rnd in range(ROUNDS):
+        for phase, pair in one_round(bin_dir, root, peer_first=rnd % 2 == 1).items():
+            figures.setdefault(phase, []).append(pair)
+        log(f"  round {rnd + 1}/{ROUNDS}: " + ", ".join(f"{p} {f / q:.2f}" for p, [*_, (f, q)] in figures.items()))
+    return figures
+
+
+# --- storage ----------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def ext4_ram():
+    scratch = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-", dir="/dev/shm"))
+    mnt = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-mnt-", dir="/var/tmp"))
+    try:
+        dev = devices.attach_loop_images(scratch / "images", 1, IMAGE)[0]
+        # inode tables and journal written now, not by ext4lazyinit in the background while we measure
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev], check=True)
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        yield mnt, f"ext4 on {dev} (a loop device with direct I/O over a {format_size(IMAGE)} image in /dev/shm)"
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+        devices.release(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(mnt, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def glusterfs():
+    import fcntl
+
+    import slurm_local
+
+    base = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-gluster-", dir="/var/tmp"))
+    with open("/tmp/fsbench-slurm.lock", "a") as lock:
+        log("waiting for /tmp/fsbench-slurm.lock (one local Slurm, and its GlusterFS, per machine)")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            slurm_local.start(base / "slurm", 2, base / "volume")
+            yield (
+                base / "volume",
+                (
+                    f"GlusterFS volume {slurm_local.VOLUME} (one brick on this VM's root disk, /var/tmp), through this "
+                    f"host's FUSE client at {slurm_local.NET}.1 (tools/slurm_local.py's test cluster)"
+                ),
+            )
+        finally:
+            slurm_local.stop(base / "slurm")
+            shutil.rmtree(base, ignore_errors=True)
+
+
+STORAGE = {"ext4-ram": ext4_ram, "glusterfs": glusterfs}
+
+
+# --- report -----------------------------------------------------------------------------------------------
+
+
+def rate_text(value: float, unit: str) -> str:
+    return f"{value / 1e6:.0f} MB/s" if unit == "MB/s" else f"{value / 1e3:.1f}k files/s"
+
+
+def render(results: dict, started: datetime, load: tuple, load_end: tuple) -> str:
+    host = f"{platform.node()}, {platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}"
+    lines = [
+        "# fsbench held against IOR and mdtest",
+        "",
+        f"{started:%Y-%m-%d %H:%M} UTC on {host}; load average {load[0]:.2f} at the start, {load_end[0]:.2f} at the "
+        "end. **The machine was shared with other sessions' work while this ran: absolute figures are noisy, only "
+        "the per-round ratios (each pair measured side by side) mean much.** `make bench-peers` "
+        f"(benchmarks/peers.py): {ROUNDS} paired rounds, fsbench then the peer (the peer first in odd rounds), "
+        "fsbench/peer per round, its median and range; both tools' medians beside it. IOR and mdtest from hpc/ior "
+        "at 5fcf0ba (IOR 4.1.0+dev) with Open MPI 4.1, 2 ranks (`mpirun --oversubscribe -np 2`), built by "
+        "tools/peers.py. Caches dropped (sync; echo 3 > /proc/sys/vm/drop_caches) before every run of either tool.",
+        "",
+    ]
+    for storage, (what, figures, phase_list) in results.items():
+        lines += [f"## {storage}", "", what, "", "| phase | fsbench | peer | fsbench/peer | range | target | met |"]
+        lines.append("| --- | ---: | ---: | ---: | ---: | --- | --- |")
+        for ph in phase_list:
+            pairs = figures[ph.name]
+            ratios = [f / p for f, p in pairs]
+            r = statistics.median(ratios)
+            low, high = ph.goal
+            lines.append(
+                f"| {ph.name} | {rate_text(statistics.median(f for f, _ in pairs), ph.unit)} | "
+                f"{rate_text(statistics.median(p for _, p in pairs), ph.unit)} | {r:.2f} | "
+                f"{min(ratios):.2f}–{max(ratios):.2f} | {low}–{high} | {'met' if low <= r <= high else 'not met'} |"
+            )
+        lines.append("")
+    lines += ["## Commands", "", "| phase | fsbench | peer |", "| --- | --- | --- |"]
+    for ph in phases():
+        lines.append(f"| {ph.name} | {ph.fsbench} | `{ph.peer}` |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    if os.geteuid() != 0:
+        print("bench-peers attaches loop devices, mounts and drops caches: run it as root", file=sys.stderr)
+        return 1
+    started, load = datetime.now(UTC), os.getloadavg()
+    bin_dir = peers.build(log=Path("/var/tmp/fsbench-peers-build.log"))
+    log(f"IOR and mdtest in {bin_dir}")
+    results = {}
+    for storage in STORAGES:
+        log(f"{storage}:")
+        with STORAGE[storage]() as (root, what):
+            results[storage] = (what, judged(bin_dir, root), phases())
+    text = render(results, started, load, os.getloadavg())
+    print(text)
+    if SMOKE:
+        log("SMOKE=1: nothing written to docs/")
+        return 0
+    out = REPO / "docs" / "bench-peers.md"
+    out.write_text(text)
+    log(f"written to {out.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    t0 = time.time()
+    code = main()
+    log(f"took {time.time() - t0:.0f} s")
+    sys.exit(code)
