@@ -45,8 +45,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from fsbench.engines.job import Job, Stream  # noqa: E402
 from fsbench.engines.registry import run_engine  # noqa: E402
-from fsbench.sizes import format_size  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
+from fsbench.toolkit.sizes import format_size  # noqa: E402
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 SIZE = 2 * GiB  # per throughput measurement, and the device: 2 GiB of the VM's 24 GiB of RAM

@@ -10,21 +10,21 @@ from snakemake_interface_executor_plugins.settings import ExecMode
 
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
-from fsbench import cells as campaign_cells
-from fsbench import config as campaign_config
+from fsbench.campaign import cells as campaign_cells
+from fsbench.campaign import config as campaign_config
 from fsbench.engines import capabilities
-from fsbench.cells import ALL_HOSTS, LOCAL
+from fsbench.campaign.cells import ALL_HOSTS, LOCAL
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
-from fsbench.hosts import (
-    array_dir,
+from fsbench.campaign.cells import array_dir
+from fsbench.cluster.hosts import (
     one_host_at_a_time,
     release_on,
     short_hostname,
     workdirs_here,
 )
-from fsbench.plan import WILDCARDS, Plan, forget_device_state
-from fsbench.records import read_json
+from fsbench.campaign.plan import WILDCARDS, Plan, forget_device_state
+from fsbench.toolkit.records import read_json
 
 try:
     CAMPAIGN = campaign_config.validate(config)
@@ -46,17 +46,20 @@ wildcard_constraints:
     target="|".join(TARGETS),
 
 
+# The code that turns records into tables, plots and documents, wherever it lives (tests/test_rerun.py).
+ANALYSIS_PACKAGES = ["analysis", "plots", "report"]
+ANALYSIS_MODULES = ["measurement/rows.py"]
+
+
 def analysis_code():
     """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
     so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see README).
     """
     scripts = Path(workflow.basedir) / "scripts"
-    files = sorted((scripts / "fsbench" / "analysis").glob("*.py"))
-    files += [
-        scripts / "fsbench" / "rows.py",
-        scripts / "aggregate.py",
-        scripts / "plot.py",
-    ]
+    package = scripts / "fsbench"
+    files = [f for part in ANALYSIS_PACKAGES for f in sorted((package / part).glob("*.py"))]
+    files += [package / f for f in ANALYSIS_MODULES]
+    files += [scripts / "aggregate.py", scripts / "plot.py"]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 

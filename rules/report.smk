@@ -42,7 +42,7 @@ rule aggregate:
             caption="../report/comparisons.rst",
             category="Tables",
         ),
-        # Every measurement's bytes and operations per interval (fsbench.analysis.series).
+        # Every measurement's bytes and operations per interval (fsbench.analysis.timeseries_table).
         timeseries=report(
             f"{RESULTS}/timeseries.csv",
             caption="../report/timeseries_csv.rst",

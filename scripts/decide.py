@@ -4,8 +4,8 @@ import pandas as pd
 
 from fsbench.analysis.compare import questions
 from fsbench.analysis.repeats import repeat_decision
-from fsbench.records import read_json, write_json
-from fsbench.step_report import run_step
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.run_step import run_step
 
 
 def rows_of(paths):

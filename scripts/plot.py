@@ -7,10 +7,10 @@ import pandas as pd
 
 from fsbench.analysis.aggregate import record_paths
 from fsbench.analysis.percentiles import percentile_curves
-from fsbench.analysis.plots import plot_campaign
-from fsbench.analysis.series import plot_timeseries
-from fsbench.records import read_json
-from fsbench.step_report import run_step
+from fsbench.plots.campaign import plot_campaign
+from fsbench.plots.timeseries import plot_timeseries
+from fsbench.toolkit.records import read_json
+from fsbench.toolkit.run_step import run_step
 
 
 def plot(inp, outdir, with_series):

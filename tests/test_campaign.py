@@ -13,10 +13,10 @@ import pytest
 from browser import Browser, find_browser
 from PIL import Image
 
-from fsbench.analysis.document import number
 from fsbench.analysis.validity import INVALIDATING
-from fsbench.rows import COLUMNS
-from fsbench.sizes import parse_size
+from fsbench.measurement.rows import COLUMNS
+from fsbench.report.document import number
+from fsbench.toolkit.sizes import parse_size
 
 from conftest import REPO, SNAKEMAKE, held, needs_root, private_scratch, run_campaign
 

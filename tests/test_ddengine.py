@@ -10,7 +10,7 @@ import pytest
 
 from fsbench.engines import dd as ddengine
 from fsbench.engines.job import Job, Stream
-from fsbench.system import ToolError
+from fsbench.toolkit.system import ToolError
 
 from conftest import FIGURE_KEYS, STREAM_KEYS, file_job, logged_progress
 

@@ -9,7 +9,7 @@ import pytest
 
 from fsbench.engines import fio as fioengine
 from fsbench.engines.job import Job, Stream
-from fsbench.system import ToolError
+from fsbench.toolkit.system import ToolError
 
 from conftest import FIGURE_KEYS, STREAM_KEYS, file_job, logged_progress
 

@@ -8,7 +8,7 @@ import pytest
 
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
-from fsbench.rows import flags_for
+from fsbench.measurement.rows import flags_for
 from fsbench.storage import cache, devices, telemetry
 
 from conftest import needs_root

@@ -10,17 +10,17 @@ from statistics import median
 import pandas as pd
 import pytest
 
-from fsbench import timeseries
-from fsbench.analysis.hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
-from fsbench.analysis.series import COLUMNS as SERIES_COLUMNS
-from fsbench.cells import CellSpec
-from fsbench.config import ConfigError, validate
+from fsbench.analysis.timeseries_table import COLUMNS as SERIES_COLUMNS
+from fsbench.campaign.cells import CellSpec
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.campaign.plan import Plan
 from fsbench.engines import fio, loops
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
-from fsbench.measure import judged_series, series_flags, series_of
-from fsbench.plan import Plan
+from fsbench.measurement.judgement import judged_series, series_flags, series_of
+from fsbench.report.all_hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.storage import devices
+from fsbench.toolkit import timeseries
 
 from conftest import BLKIO, needs_root, needs_throttle, ram_xfs_campaign, run_campaign
 

@@ -6,11 +6,11 @@ import pandas as pd
 
 from fsbench.analysis.stats import TEST, flag_above_raw
 from fsbench.analysis.validity import with_validity
-from fsbench.records import read_json
-from fsbench.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS
+from fsbench.toolkit.records import read_json
 
 # Beyond the contract's columns: what made each figure, and where its full record is; then whether the figure is
-# valid and why not (fsbench.validity), judged here from the flags so that old records need no new measurement.
+# valid and why not (fsbench.analysis.validity), judged here from the flags so that old records need no new measurement.
 EXTRA = ["command", "record"]
 VALIDITY = ["valid", "invalid_reasons"]
 # What identifies a cell across its repeats and ops.

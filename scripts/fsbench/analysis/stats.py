@@ -1,5 +1,5 @@
 """Statistics over measurements.csv: per-cell summaries, efficiency vs raw, the above-raw flag, and how cells
-are keyed, sorted and labelled (the summary's rendering is fsbench.analysis.summary, adaptive repeats'
+are keyed, sorted and labelled (the summary's rendering is fsbench.report.summary, adaptive repeats'
 decisions fsbench.analysis.repeats).
 
 Throughput statistics are on mb_s (what dd prints); the durable columns come from mb_s_durable.
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from fsbench.rows import TEST
-from fsbench.sizes import format_size
+from fsbench.measurement.rows import TEST
+from fsbench.toolkit.sizes import format_size
 
 # What makes two measurements the same test (besides op).
 KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]

@@ -17,7 +17,7 @@ import time
 from fsbench.engines import capabilities
 from fsbench.engines.ddlog import parse_dd_log
 from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
-from fsbench.system import ToolError
+from fsbench.toolkit.system import ToolError
 
 POOL_DIR = "/dev/shm"
 # dd's closing lines are translated in other locales ("Bytes kopiert", "68,9 s"); parse_dd_log reads C.

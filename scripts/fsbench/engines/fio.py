@@ -19,11 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from fsbench import timeseries
 from fsbench.engines import capabilities
 from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
-from fsbench.engines.latency import Histogram
-from fsbench.system import ToolError
+from fsbench.toolkit import timeseries
+from fsbench.toolkit.latency import Histogram
+from fsbench.toolkit.system import ToolError
 
 
 def _escape(path: str) -> str:

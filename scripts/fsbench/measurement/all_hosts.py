@@ -18,19 +18,21 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from fsbench import timeseries
-from fsbench.cells import ALL_HOSTS, CellSpec
+from fsbench.campaign.cells import ALL_HOSTS, CellSpec, array_dir
+from fsbench.cluster.hosts import check_host, part_host, short_hostname
 from fsbench.engines.job import aggregate
-from fsbench.hosts import array_dir, check_host, part_host, short_hostname
-from fsbench.measure import measure_read, measure_write, measurement_record, series_of
-from fsbench.records import read_json, write_json
-from fsbench.rows import with_flags
+from fsbench.measurement.judgement import series_of
+from fsbench.measurement.measure import measure_read, measure_write
+from fsbench.measurement.record import measurement_record
+from fsbench.measurement.rows import with_flags
 from fsbench.storage import arrays, devices
-from fsbench.system import ToolError, run
+from fsbench.toolkit import timeseries
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.system import ToolError, run
 
 # Seconds from launching the parts to their common start: enough for srun to start a task on every node.
 START_DELAY = 3.0
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 
 def part_workdir(scratch: str, campaign: str, array: str, host: str) -> Path:

@@ -6,8 +6,9 @@ import itertools
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from fsbench.sizes import format_size, parse_size
+from fsbench.toolkit.sizes import format_size, parse_size
 
 # Filesystems that span several devices themselves (no md in between).
 SPANNING = {"btrfs"}
@@ -24,6 +25,13 @@ def spans_members(array: dict) -> bool:
 LOCAL = "local"
 # The host segment of a path array's cells that every host runs at once (all_hosts: true).
 ALL_HOSTS = "all"
+
+
+def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Path:
+    """Where an array's images and mount point live: <scratch>/<campaign>/<array>, and <array>.<host> when
+    the campaign names hosts, so that a scratch directory (or a path array) shared by several nodes never
+    mixes their loop images or data."""
+    return Path(scratch) / campaign / (array if host == LOCAL else f"{array}.{host}")
 
 
 def hosts(config: dict) -> list[str]:

@@ -5,12 +5,11 @@ import sys
 import time
 import traceback
 
-from fsbench.config import ConfigError
-from fsbench.storage.devices import DeviceError
-from fsbench.system import ToolError
+from fsbench.toolkit.system import Failure
 
-# Failures whose message says it all; anything else is a bug and keeps its traceback.
-EXPECTED = (ConfigError, DeviceError, ToolError, OSError, ValueError)
+# Failures whose message says it all (a ConfigError is a ValueError, a DeviceError and a ToolError are Failures);
+# anything else is a bug and keeps its traceback.
+EXPECTED = (Failure, OSError, ValueError)
 
 
 def run_step(log_path: str, step, *args, what: str = "", **kwargs):

@@ -1,20 +1,18 @@
 """summary.md and summary.html: the tables and verdicts as a reader sees them (blocks rendered by
-fsbench.analysis.document), built from summary.csv's and comparisons.csv's frames."""
+fsbench.report.document), built from summary.csv's and comparisons.csv's frames."""
 
 import re
 
 import pandas as pd
 
-from fsbench.analysis.document import (
-    FLAG_MEANING,
-    Heading,
-    Para,
-    Rate,
-    Table,
-    Verdict,
-    blocks_html,
-    blocks_markdown,
-    number,
+from fsbench.analysis.names import (
+    UNDECIDED,
+    baseline_parts,
+    metric_name,
+    op_name,
+    p_text,
+    places,
+    several,
 )
 from fsbench.analysis.stats import (
     PHASES,
@@ -29,7 +27,18 @@ from fsbench.analysis.stats import (
     varying_words,
 )
 from fsbench.analysis.validity import INVALIDATING, NOT_COMPARABLE, cell_reasons
-from fsbench.sizes import format_size
+from fsbench.report.document import (
+    FLAG_MEANING,
+    Heading,
+    Para,
+    Rate,
+    Table,
+    Verdict,
+    blocks_html,
+    blocks_markdown,
+    number,
+)
+from fsbench.toolkit.sizes import format_size
 
 LEGEND = (
     "MB/s = 10^6 bytes/s, as dd prints it. Each cell: median of n repetitions, "
@@ -55,22 +64,8 @@ def _rate(row, stopped="") -> Rate:
 
 
 # The verdict table that opens the summary (and `fsbench compare`): comparisons.csv as a reader needs it.
-UNDECIDED = "no clear difference"
 # At most this many decided comparisons are listed; the rest are counted (all are in the CSV).
 MAX_VERDICTS = 30
-# What each comparison's figure is, by (op, metric) of comparisons.csv.
-METRIC_NAMES = {("write", "mb_s_durable"): "durable write", ("write", "mb_s"): "write", ("read", "mb_s"): "read"}
-
-
-def metric_name(op, metric) -> str:
-    """'durable write', 'read', 'read IOPS'."""
-    if metric == "iops":
-        return f"{_op_name(op)} IOPS"
-    return METRIC_NAMES.get((op, metric), f"{_op_name(op)} {metric}")
-
-
-def p_text(p) -> str:
-    return "–" if pd.isna(p) else "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
 def _where(row, vary, named: list[str]) -> str:
@@ -162,10 +157,6 @@ def _target_name(target, fs_type) -> str:
     return str(target) if str(fs_type) in (str(target), "nan", "") else f"{target} ({fs_type})"
 
 
-def _op_name(op) -> str:
-    return "op?" if pd.isna(op) or str(op).strip() == "" else str(op)  # a dd log that says neither write nor read
-
-
 def _stops(part: pd.DataFrame, vary) -> tuple[dict, list]:
     """How the cells of one array stopped repeating: (the `stopped` word to show in each cell, keyed like the
     cells, empty where all cells stopped alike; the blocks that say why)."""
@@ -199,7 +190,7 @@ def _array_tables(part: pd.DataFrame) -> list:
     vary = varying(part)
     tests = sort_rows(part[["op", *TEST]].drop_duplicates(), [*TEST, "op"])
     # A column is one (op, test); its key finds the cell of each target.
-    columns = [((r["op"], *r[TEST]), f"{_op_name(r['op'])} {label_of_test(r, vary)}") for _, r in tests.iterrows()]
+    columns = [((r["op"], *r[TEST]), f"{op_name(r['op'])} {label_of_test(r, vary)}") for _, r in tests.iterrows()]
     first = part.iloc[0]
     depth = int(float(first["iodepth"])) if pd.notna(first.get("iodepth")) else 1
     # A depth of 1 (one call at a time, as dd) goes without saying unless it varies.
@@ -296,47 +287,6 @@ def metadata_blocks(summary: pd.DataFrame) -> list:
         ]
         blocks += [Heading(3, name), Table(["target", *(label[k] for k in columns)], rows)]
     return blocks
-
-
-def several(frame: pd.DataFrame, column: str) -> bool:
-    return column in frame and frame[column].nunique(dropna=False) > 1
-
-
-def place_name(keys: dict, frame: pd.DataFrame) -> str:
-    """'array', or 'campaign / host / array' with each part that tells sections of `frame` apart."""
-    parts = [keys[c] for c in ("campaign", "host") if c in keys and several(frame, c)]
-    return " / ".join(str(p) for p in [*parts, keys["array"]])
-
-
-def places(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """(name, rows) per campaign, host and array in `frame`, in its order; the host is named only when there
-    is more than one."""
-    by = [c for c in ("campaign", "host", "array") if c in frame]
-    return [
-        (place_name(dict(zip(by, key, strict=True)), frame), part)
-        for key, part in frame.groupby(by, sort=False, dropna=False)
-    ]
-
-
-def baseline_name(name, array, several_arrays: bool, host=None) -> str:
-    """A baseline as a reader knows it: its config name, plus the host (given where it has several) and the
-    array where that adds anything."""
-    if host is not None:
-        return f"{name} / {host} / {array}"
-    return f"{name} / {array}" if several_arrays or str(array) != str(name) else str(name)
-
-
-def baseline_parts(rows: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """(name, rows) per baseline, and within one per host (where it has several) and array."""
-    out = []
-    for name, part in rows.groupby("campaign", sort=False, dropna=False):
-        hosts = several(part, "host")
-        by = ["host", "array"] if hosts else ["array"]
-        several_arrays = part["array"].nunique(dropna=False) > 1
-        for key, rows_ in part.groupby(by, sort=False, dropna=False):
-            host, array = key if hosts else (None, key[0])
-            out.append((baseline_name(name, array, several_arrays, host), rows_))
-    return out
 
 
 def _flags_said(*frames) -> list[str]:

@@ -3,7 +3,11 @@
 import subprocess
 
 
-class ToolError(RuntimeError):
+class Failure(RuntimeError):
+    """A failure whose message says it all: a step prints it in one line, without a traceback (run_step)."""
+
+
+class ToolError(Failure):
     """An external tool failed; the message names the command and what it printed."""
 
 

@@ -2,7 +2,7 @@
 
 Each takes the cell's settings and the record of the step before it, checks that the real state is what
 that record says (sysfs, blkid, mountinfo, the file's inode) instead of trusting the files that connect
-the steps in the DAG, acts (the measuring itself is fsbench.measure), and returns its own record. A step
+the steps in the DAG, acts (the measuring itself is fsbench.measurement.measure), and returns its own record. A step
 script in scripts/ only unpacks `snakemake.params` and writes what these return; its log gets a few lines a
 person reads.
 """
@@ -13,12 +13,12 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fsbench import measure, provenance
-from fsbench.cells import CellSpec
+from fsbench.campaign.cells import CellSpec
+from fsbench.cluster.hosts import check_host
 from fsbench.engines.job import Job, Stream
 from fsbench.engines.registry import run_engine
-from fsbench.hosts import check_host
-from fsbench.rows import rate
+from fsbench.measurement import judgement, measure, provenance
+from fsbench.measurement.rows import rate
 from fsbench.storage import arrays, devices
 from fsbench.storage.arrays import ArrayState, Filesystem, Target
 
@@ -66,7 +66,7 @@ def precondition(spec: dict, array_spec: dict, array_record: dict, name: str, ho
             tuple(Stream(d, 0, True) for d in state.devices), size, bs, pattern=spec["pattern"], direct=True, seed=k
         )
         result = run_engine("python", "write", job)
-        series = measure.judged_series(result, log_interval)
+        series = judgement.judged_series(result, log_interval)
         figure = {
             "pass": k,
             "bytes": result["bytes"],

@@ -10,7 +10,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from fsbench.cells import (
+from fsbench.campaign.cells import (
     ALL_HOSTS,
     LOCAL,
     META_PATTERN,
@@ -19,6 +19,7 @@ from fsbench.cells import (
     Cell,
     MetaCell,
     all_targets,
+    array_dir,
     fingerprint,
     hosts,
     is_metadata,
@@ -28,7 +29,6 @@ from fsbench.cells import (
     tests,
 )
 from fsbench.engines.capabilities import method_params
-from fsbench.hosts import array_dir
 
 # The wildcards of the rules, as regexes: what a path segment may be.
 WILDCARDS = {
@@ -138,7 +138,7 @@ class Plan:
             "array_spec": self.campaign["arrays"][array],
             # The fingerprint changes when anything that shapes the filesystem changes.
             "fs": fs | {"name": target, "fingerprint": self.fingerprints[array, target]} if fs else None,
-            # Where the array's images, mount point and state live on the host (fsbench.hosts.array_dir).
+            # Where the array's images, mount point and state live on the host (fsbench.campaign.cells.array_dir).
             "workdir": str(array_dir(self.campaign["scratch"], self.campaign["campaign"], array, host)),
         }
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 
 from fsbench.analysis.compare import COLUMNS, RUN_CELL, compare, metrics, order, with_tests
-from fsbench.analysis.document import Heading, Para, Table, blocks_markdown
 from fsbench.analysis.provenance_diff import provenance_diff, settings
 from fsbench.analysis.stats import TEST, is_metadata, sort_rows
-from fsbench.analysis.summary import verdict_blocks
+from fsbench.report.document import Heading, Para, Table, blocks_markdown
+from fsbench.report.summary import verdict_blocks
 
 
 def _same(value) -> str:

@@ -5,7 +5,7 @@ import platform
 import socket
 from pathlib import Path
 
-from fsbench.system import version
+from fsbench.toolkit.system import version
 
 TOOLS = {
     "mkfs.ext4": ["mkfs.ext4", "-V"],

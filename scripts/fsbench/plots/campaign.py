@@ -26,6 +26,7 @@ from matplotlib.ticker import (  # noqa: E402
     PercentFormatter,
 )
 
+from fsbench.analysis.names import UNDECIDED, baseline_parts, places, several  # noqa: E402
 from fsbench.analysis.stats import (  # noqa: E402
     PHASES,
     TEST,
@@ -38,9 +39,8 @@ from fsbench.analysis.stats import (  # noqa: E402
     varying,
     with_iodepth,
 )
-from fsbench.analysis.summary import UNDECIDED, baseline_parts, places, several  # noqa: E402
 from fsbench.analysis.validity import NOT_COMPARABLE, cell_reasons  # noqa: E402
-from fsbench.sizes import format_size  # noqa: E402
+from fsbench.toolkit.sizes import format_size  # noqa: E402
 
 DPI = 110
 OPS = ["write", "read"]
@@ -215,7 +215,7 @@ def _value_below(ax, x, text, size, rotate) -> None:
 # A filesystem's share of raw, coloured by the verdict of comparisons.csv; one resting on a figure that is not valid
 # is written grey and as "n/c", never coloured as a verdict.
 VERDICT_COLOURS = {"slower": "#b2182b", "faster": "#2166ac", UNDECIDED: "#777777", NOT_COMPARABLE: "#999999"}
-# A bar of a cell that is not valid (fsbench.validity): pale, hatched in its test's colour.
+# A bar of a cell that is not valid (fsbench.analysis.validity): pale, hatched in its test's colour.
 INVALID_FACE = "#f0f0f0"
 INVALID_HATCH = "////"
 
@@ -764,9 +764,9 @@ def _nines(p) -> np.ndarray:
 
 
 def _latency_percentiles(curves: pd.DataFrame) -> Figure | None:
-    """Latency percentile curves (fsbench.percentiles): per op and test a panel, latency (log) against percentile
-    on a log-percentile axis (p50 … p99.99, each nine the same width), one line per target and queue depth, from
-    the histograms of all the cell's operations over its repetitions."""
+    """Latency percentile curves (fsbench.analysis.percentiles): per op and test a panel, latency (log) against
+    percentile on a log-percentile axis (p50 … p99.99, each nine the same width), one line per target and queue
+    depth, from the histograms of all the cell's operations over its repetitions."""
     if curves is None or curves.empty:
         return None
     curves = with_iodepth(curves)
@@ -875,7 +875,7 @@ def plot_campaign(
     The verdicts they colour are those aggregate wrote to comparisons.csv (`comparisons`), never made again here.
 
     With `baselines` (the rows of baselines.csv, non-empty) also `baselines`: the campaign beside them. With
-    `curves` (fsbench.percentiles.percentile_curves of the records) also `latency_percentiles`.
+    `curves` (fsbench.analysis.percentiles.percentile_curves of the records) also `latency_percentiles`.
     """
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)

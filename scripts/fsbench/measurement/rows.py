@@ -3,8 +3,8 @@ that doubt a figure."""
 
 import math
 
-from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
 from fsbench.storage.telemetry import cache_hit
+from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS
 
 # Where a measurement was made; what makes two measurements the same test (besides op); the metadata test's own.
 PLACE = ["campaign", "host", "array", "target", "fs_type", "workload", "op"]

@@ -15,13 +15,13 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from fsbench.cells import targets
+from fsbench.campaign.cells import targets
 from fsbench.engines import capabilities
 from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
-from fsbench.sizes import ALLOWED as SIZE_ALLOWED
-from fsbench.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
+from fsbench.toolkit.sizes import ALLOWED as SIZE_ALLOWED
+from fsbench.toolkit.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schema.yaml"
 
 # Space a filesystem needs beyond its data (journal, metadata, reserved blocks),
 # as a fraction of the image, with a floor: xfs refuses images under 300 MiB.

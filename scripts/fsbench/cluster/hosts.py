@@ -3,19 +3,12 @@
 import socket
 from pathlib import Path
 
-from fsbench.cells import ALL_HOSTS, LOCAL, hosts
+from fsbench.campaign.cells import ALL_HOSTS, LOCAL, array_dir, hosts
 from fsbench.storage.devices import DeviceError
 
 
-def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Path:
-    """Where an array's images and mount point live: <scratch>/<campaign>/<array>, and <array>.<host> when
-    the campaign names hosts, so that a scratch directory (or a path array) shared by several nodes never
-    mixes their loop images or data."""
-    return Path(scratch) / campaign / (array if host == LOCAL else f"{array}.{host}")
-
-
 def part_host(host: str) -> str:
-    """The host segment of a host's own folder for its share of all-hosts cells (fsbench.all_hosts)."""
+    """The host segment of a host's own folder for its share of all-hosts cells (fsbench.measurement.all_hosts)."""
     return f"{ALL_HOSTS}-{host}"
 
 
@@ -25,7 +18,7 @@ def short_hostname() -> str:
 
 def workdirs_here(config: dict) -> list[Path]:
     """Every folder of the campaign that may hold something on this host: its arrays as measured from here,
-    its share of all-hosts cells, and the file all hosts share (fsbench.all_hosts.shared_folder). Another
+    its share of all-hosts cells, and the file all hosts share (fsbench.measurement.all_hosts.shared_folder). Another
     node's folders are released on that node."""
     here = short_hostname()
     names = [h for h in hosts(config) if h in (LOCAL, here)] + [part_host(here), ALL_HOSTS]

@@ -1,14 +1,14 @@
 """All-hosts cells in summary.md and summary.html: per cell and op, each host's first-done and last-done (seconds
 from the cell's start, when its first and its last stream finished), its rate and whether it straggles; for the cell
 the tail (last host done − first host done) and the stonewall figure (what every host had moved when the first
-finished, over that time: IOR's stonewalling). From the records' `hosts` (fsbench.all_hosts.by_host)."""
+finished, over that time: IOR's stonewalling). From the records' `hosts` (fsbench.measurement.all_hosts.by_host)."""
 
 import re
 
 from fsbench.analysis.aggregate import record_paths
-from fsbench.analysis.document import Heading, Para, Table, blocks_html, blocks_markdown, number
-from fsbench.records import read_json
-from fsbench.sizes import format_size
+from fsbench.report.document import Heading, Para, Table, blocks_html, blocks_markdown, number
+from fsbench.toolkit.records import read_json
+from fsbench.toolkit.sizes import format_size
 
 
 def hosts_blocks(paths: list[str]) -> list:

@@ -52,7 +52,8 @@ class Rate:
     stopped: str = ""
     no_ci: str = ""  # why there is no CI: summary.csv's ci95_note
     unit: str = "MB/s"  # or files/s (the metadata test)
-    invalid: list[str] = field(default_factory=list)  # the invalidating flags (fsbench.validity): not a valid figure
+    # the invalidating flags (fsbench.analysis.validity): not a valid figure
+    invalid: list[str] = field(default_factory=list)
 
     def ci(self) -> str:
         return f"[{number(self.low)}–{number(self.high)}]" if pd.notna(self.low) else ""
@@ -143,7 +144,7 @@ td.reason { text-align: left; font-size: .85rem; max-width: 28rem; }
 td.verdict { text-align: left; font-weight: 600; white-space: nowrap; }
 td.faster { color: #116329; }
 td.slower { color: #a40e26; }
-/* Not a valid figure (fsbench.validity): hatched and grey, never coloured as a verdict. */
+/* Not a valid figure (fsbench.analysis.validity): hatched and grey, never coloured as a verdict. */
 td.invalid { background: repeating-linear-gradient(135deg, #f4f4f4 0 6px, #e6e6e6 6px 8px); color: #6e7781; }
 td.invalid .median { font-weight: 400; text-decoration: line-through; text-decoration-color: #8c959f; }
 .invalid-mark { display: block; font-size: .78rem; font-weight: 700; color: #57606a; white-space: nowrap; }
