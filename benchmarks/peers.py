@@ -48,8 +48,8 @@ import peers  # noqa: E402  (tools/peers.py)
 from fsbench.engines import metadata  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
 from fsbench.engines.registry import run_engine  # noqa: E402
-from fsbench.sizes import format_size  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
+from fsbench.toolkit.sizes import format_size  # noqa: E402
 
 MiB, GiB = 2**20, 2**30
 SMOKE = os.environ.get("SMOKE") == "1"
