@@ -17,6 +17,7 @@ include: "rules/array.smk"
 include: "rules/filesystem.smk"
 include: "rules/measure.smk"
 include: "rules/report.smk"
+include: "rules/io500.smk"
 
 
 rule all:

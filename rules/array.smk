@@ -54,7 +54,8 @@ rule precondition:
 
 rule release:
     input:
-        lambda wildcards: cell_outputs(wildcards.host, wildcards.array),
+        lambda wildcards: cell_outputs(wildcards.host, wildcards.array)
+        + io500_outputs(wildcards.host, wildcards.array),
     output:
         f"{RESULTS}/state/{{host}}/{{array}}/released.json",
     log:

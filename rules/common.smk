@@ -24,6 +24,7 @@ from fsbench.cluster.hosts import (
     workdirs_here,
 )
 from fsbench.campaign.plan import WILDCARDS, Plan, forget_device_state
+from fsbench.io500.phases import PHASES as IO500_PHASES
 from fsbench.toolkit.records import read_json
 
 try:
@@ -39,6 +40,9 @@ HOSTS = campaign_cells.hosts(CAMPAIGN)
 MIN_REPS, MAX_REPS = PLAN.min_reps, PLAN.max_reps
 # A cell of the campaign (Cell.path), all its repeats; its steps' records are in runs/{CELL}/rep{rep}/.
 CELL = "{host}/{array}/{target}/{test}"
+# Where IO500's phases run (config io500), as (host, array, target); and their processes per host.
+IO500_PLACES = campaign_cells.io500_places(CAMPAIGN)
+IO500_THREADS = (CAMPAIGN["io500"] or {}).get("processes", 1)
 
 
 wildcard_constraints:
@@ -265,6 +269,15 @@ def cell_outputs(host=None, array=None):
     return found
 
 
+def io500_outputs(host=None, array=None):
+    """What tells that an IO500 cell is finished: its last phase's record."""
+    return [
+        record_file(IO500_PHASES[-1], 1, f"{h}/{a}/{t}/io500")
+        for h, a, t in IO500_PLACES
+        if host in (None, h) and array in (None, a)
+    ]
+
+
 def array_outputs(wildcards):
     return cell_outputs(wildcards.host, wildcards.array)
 
@@ -320,6 +333,7 @@ def final_outputs():
         *([f"{RESULTS}/baselines.csv"] if CAMPAIGN["baselines"] else []),
         *([f"{RESULTS}/compare.md"] if CAMPAIGN["compare_to"] else []),
         *([f"{RESULTS}/history.json"] if CAMPAIGN["history"] is not False else []),
+        *([f"{RESULTS}/io500.csv"] if IO500_PLACES else []),
     ]
 
 
@@ -416,3 +430,45 @@ def adaptive_records(wildcards):
         if not read_json(decision)["more"]:
             return [decision] + records_upto(CELL.format(**cell), k)
         k += 1
+
+
+# IO500 (rules/io500.smk): a cell of IO500 phases, its records and state files, its settings and inputs.
+IO500_CELL = "{host}/{array}/{target}/io500"
+
+
+def io500_record(phase, cell=IO500_CELL):
+    return record_file(phase, 1, cell)
+
+
+def io500_state(phase, cell=IO500_CELL):
+    return state_file(phase, 1, cell)
+
+
+def io500_cell(wildcards):
+    return PLAN.cell_spec(wildcards.host, wildcards.array, wildcards.target, "io500", 1)
+
+
+def io500_priority(wildcards):
+    return PLAN.priority(wildcards.host, wildcards.array, wildcards.target, "io500", 1)
+
+
+def io500_input(phase):
+    """The phase before (its record and state), or for the first the target's setup: mount, or the array."""
+    i = IO500_PHASES.index(phase)
+
+    def found(wildcards):
+        cell = IO500_CELL.format(**wildcards)
+        if i > 0:
+            before = IO500_PHASES[i - 1]
+            return {
+                "before": io500_record(before, cell),
+                "ready": io500_state(before, cell),
+            }
+        if wildcards.target == "path":
+            return {"before": array_record(wildcards.host, wildcards.array)}
+        return {
+            "before": record_file("mount", 1, cell),
+            "ready": state_file("mount", 1, cell),
+        }
+
+    return found

@@ -25,6 +25,7 @@ rule aggregate:
             array=CAMPAIGN["arrays"],
         ),
         baselines=BASELINE_ROWS,
+        io500=[f"{RESULTS}/io500.csv"] if IO500_PLACES else [],
     output:
         measurements=report(
             f"{RESULTS}/measurements.csv",

@@ -13,12 +13,22 @@ from fsbench.analysis.aggregate import measurements, with_stops
 from fsbench.analysis.compare import comparisons
 from fsbench.analysis.stats import summarize, summarize_baselines
 from fsbench.analysis.timeseries_table import timeseries_table
+from fsbench.io500 import table as io500_table
 from fsbench.report.all_hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.report.summary import summary_html, summary_markdown
 from fsbench.toolkit.run_step import run_step
 
 
-def aggregate(records, baselines, out, campaign):
+def io500_sections(files) -> tuple[str, str]:
+    """The IO500 section of summary.md and summary.html, where the campaign ran IO500's phases."""
+    if not files:
+        return "", ""
+    df = pd.read_csv(files[0], keep_default_na=False, na_values=[""])
+    df[["unit", "invalid_reasons"]] = df[["unit", "invalid_reasons"]].fillna("")
+    return io500_table.markdown(df), io500_table.html_section(df)
+
+
+def aggregate(records, baselines, out, campaign, io500=()):
     df = measurements(records)
     df.to_csv(out.measurements, index=False)
     series = timeseries_table(records)
@@ -31,10 +41,13 @@ def aggregate(records, baselines, out, campaign):
     earlier_summary = summarize_baselines(earlier) if earlier is not None else None
     title = f"fsbench campaign '{campaign}'"
     per_host = hosts_blocks(records)  # all-hosts cells: each host's first-done, last-done and the stonewall
+    io500_md, io500_html = io500_sections(io500)
     with open(out.markdown, "w") as f:
-        f.write(with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host))
+        f.write(with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host) + io500_md)
+    html = with_hosts_html(summary_html(summary, title, earlier_summary, verdicts), per_host)
     with open(out.html, "w") as f:
-        f.write(with_hosts_html(summary_html(summary, title, earlier_summary, verdicts), per_host))
+        at_end = "</body>" in html  # the section goes inside the page
+        f.write(html.replace("</body>", io500_html + "</body>") if at_end else html + io500_html)
     return {
         "rows": len(df),
         "timeseries_rows": len(series),
@@ -51,4 +64,5 @@ run_step(
     list(snakemake.input.baselines),
     snakemake.output,
     snakemake.params.campaign,
+    list(snakemake.input.io500),
 )

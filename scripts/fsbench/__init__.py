@@ -11,6 +11,7 @@ Layers, from the bottom up; a subpackage imports only from those below it (tests
     cluster      which host a cell belongs to, its folders there, releasing on other nodes
     measurement  a cell measured: the device steps, the job from the cell, identity checks, cold cache, the
                  series judgement, the row and record, all-hosts cells, provenance
+    io500        IO500's twelve phases: what each does, their processes on every host, io500.csv and the score
     analysis     records to tables: measurements.csv, statistics, verdicts, validity, baselines, timeseries.csv
     plots        plots/*.png and .svg
     report       summary.md, summary.html, compare.md
@@ -26,6 +27,7 @@ LAYERS = [
     "campaign",
     "cluster",
     "measurement",
+    "io500",
     "analysis",
     "plots",
     "report",

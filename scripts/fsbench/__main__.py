@@ -35,6 +35,9 @@ def main(argv=None) -> int:
     part = sub.add_parser("part", help="one host's share of an all-hosts cell (run by fsbench itself)")
     for name in ("cell", "op", "start_at", "scratch", "record_dir"):
         part.add_argument(name)
+    io500 = sub.add_parser("io500-part", help="one host's share of an IO500 phase (run by fsbench itself)")
+    for name in ("spec", "phase", "start_at", "items", "record_dir"):
+        io500.add_argument(name)
     from .history.cli import add_parser as add_history
 
     add_history(sub)
@@ -45,6 +48,8 @@ def main(argv=None) -> int:
         return run_history(args)
     if args.command == "part":
         return run_part(args)
+    if args.command == "io500-part":
+        return run_io500_part(args)
     if args.command == "compare":
         return run_compare(args)
     try:
@@ -85,6 +90,18 @@ def run_part(args) -> int:
     try:
         with open(args.cell) as f:
             part(CellSpec.from_params(json.load(f)), args.op, float(args.start_at), args.scratch, args.record_dir)
+    except EXPECTED as e:
+        print(f"fsbench: {short_hostname()}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_io500_part(args) -> int:
+    from fsbench.io500.run import part_main
+    from fsbench.toolkit.run_step import EXPECTED
+
+    try:
+        part_main(args.spec, args.phase, args.start_at, args.items, args.record_dir)
     except EXPECTED as e:
         print(f"fsbench: {short_hostname()}: {e}", file=sys.stderr)
         return 1

@@ -158,7 +158,7 @@ class MetaCell(_Placed):
         m = META_RE.fullmatch(test)
         if m is None:
             raise ValueError(f"not a metadata test: {test!r}; allowed: {META_PATTERN}")
-        size = parse_size(m["file_size"])
+        size = 0 if m["file_size"] == "0B" else parse_size(m["file_size"])  # 0B: empty files
         return cls(host, array, target, int(m["files"]), size, int(m["dirs"]), m["fsync"], int(m["streams"]), int(rep))
 
 
@@ -189,6 +189,24 @@ def cells(config: dict):
             if host != ALL_HOSTS and target != "raw":
                 for files, size, dirs, fsync, streams in meta_tests(config):
                     yield MetaCell(host, array, target, files, size, dirs, fsync, streams, rep)
+
+
+# The test segment of an IO500 cell's path: its twelve phases are its steps (rules/io500.smk).
+IO500_TEST = "io500"
+
+
+def io500_places(config: dict) -> list[tuple[str, str, str]]:
+    """Where IO500's phases run, as (host, array, target): a path array from every host at once (all, with hosts;
+    else this host), each filesystem target on each host's own array. Never raw: the phases make files."""
+    if config["io500"] is None:
+        return []
+    found = []
+    for array, spec in config["arrays"].items():
+        if spec["kind"] == "path":
+            found.append((ALL_HOSTS if config["hosts"] else LOCAL, array, "path"))
+        else:
+            found += [(h, array, t) for h in hosts(config) for t in targets(config, array) if t != "raw"]
+    return found
 
 
 def tests(io: dict) -> list[tuple]:
@@ -247,6 +265,10 @@ class CellSpec:
     file_size: int | None = None
     dirs: int | None = None
     fsync: str | None = None
+    meta_cache: str | None = None  # metadata.cache, where the campaign sets it: cold or warm
+    # IO500's phases (config io500, bytes), and which process's data each reads (io.read_from)
+    io500: dict | None = None
+    read_from: str | None = None
     # an all-hosts shared-file cell
     shared_dir: str | None = None
     hosts: tuple[str, ...] | None = None

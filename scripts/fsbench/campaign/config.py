@@ -200,8 +200,10 @@ def _check_semantics(config: dict) -> None:
         raise _fail("io.repeats", repeats, load_schema()["properties"]["io"]["properties"]["repeats"]["description"])
     if isinstance(repeats, dict) and repeats["max"] < repeats["min"]:
         raise _fail("io.repeats.max", repeats["max"], f"at least io.repeats.min ({repeats['min']})")
-    if not config["raw"] and not config["filesystems"]:
-        raise _fail("filesystems", {}, "at least one filesystem, or raw: true")
+    # A path array is measured as it is: only the other kinds need raw or a filesystem.
+    bare = [a for a, spec in config["arrays"].items() if spec["kind"] != "path"]
+    if bare and not config["raw"] and not config["filesystems"]:
+        raise _fail("filesystems", {}, f"at least one filesystem, or raw: true (for arrays {', '.join(bare)})")
     seen = {}
     if "path" in config["filesystems"]:
         raise _fail("filesystems.path", "path", "any filesystem name but 'path', which names a path array")
@@ -223,7 +225,9 @@ def _check_semantics(config: dict) -> None:
             raise _fail(f"baselines.{name}", path, "an existing file: a dd log or a measurements.csv")
     meta = config["metadata"]
     if meta is not None:
-        meta["file_size"] = _size(meta["file_size"], "metadata.file_size")
+        # 0: empty files (mdtest-easy's); parse_size takes sizes above zero only.
+        empty = meta["file_size"] in (0, "0", "0B")
+        meta["file_size"] = 0 if empty else _size(meta["file_size"], "metadata.file_size")
     allowed_devices = {os.path.realpath(d) for d in config["allow_destroy"]}
     for name, array in config["arrays"].items():
         _check_array(config, name, array, allowed_devices)
@@ -231,6 +235,23 @@ def _check_semantics(config: dict) -> None:
             raise _fail(f"arrays.{name}", array["kind"], _nothing_to_measure(array))
         if meta is not None and array["kind"] == "loop":
             _check_inodes(config, name, array)
+    if config["io500"] is not None:  # after the arrays: it asks what each measures
+        _check_io500(config)
+
+
+def _check_io500(config: dict) -> None:
+    """io500's sizes in bytes; a transferSize that divides blockSize; something with files on every array."""
+    io500 = config["io500"]
+    easy = io500["ior-easy"]
+    for k in ("transferSize", "blockSize"):
+        easy[k] = _size(easy[k], f"io500.ior-easy.{k}")
+    if easy["blockSize"] % easy["transferSize"]:
+        allowed = f"a multiple of io500.ior-easy.transferSize ({format_size(easy['transferSize'])})"
+        raise _fail("io500.ior-easy.blockSize", format_size(easy["blockSize"]), allowed)
+    for name in config["arrays"]:
+        if targets(config, name) == ["raw"]:
+            allowed = "a filesystem or a path array: IO500's phases make files, a raw target has none"
+            raise _fail("io500", f"arrays.{name}: raw", allowed)
 
 
 REQUIRED = "required"  # in the schema's x-kinds: a key the campaign must give

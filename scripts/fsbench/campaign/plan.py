@@ -12,6 +12,7 @@ from pathlib import Path
 
 from fsbench.campaign.cells import (
     ALL_HOSTS,
+    IO500_TEST,
     LOCAL,
     META_PATTERN,
     MIXED,
@@ -34,7 +35,8 @@ from fsbench.engines.capabilities import method_params
 WILDCARDS = {
     "host": "[A-Za-z0-9][A-Za-z0-9.-]*",
     "array": "[A-Za-z0-9][A-Za-z0-9_-]*",
-    "test": re.sub(r"\?P<\w+>", "?:", f"(?:{TEST_PATTERN}|{META_PATTERN})"),  # the same, without named groups
+    # the same, without named groups; or io500
+    "test": re.sub(r"\?P<\w+>", "?:", f"(?:{TEST_PATTERN}|{META_PATTERN}|{IO500_TEST})"),
     "rep": r"\d+",
     "k": r"\d+",
 }
@@ -64,6 +66,7 @@ class Plan:
         self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q, sf).test for bs, p, d, s, q, sf in tests(io)]
         # A target's metadata cells run after its block I/O cells, in each round.
         self.tests += [MetaCell(LOCAL, "", "", *settings, 1).test for settings in meta_tests(campaign)]
+        self.tests += [IO500_TEST] if campaign["io500"] is not None else []  # after them: one run, rep 1
         self.fingerprints = {
             (a, name): fingerprint(fs, spec)
             for a, spec in campaign["arrays"].items()
@@ -75,6 +78,8 @@ class Plan:
         """Everything that decides one measurement: a change to any of it re-measures the cell."""
         if is_metadata(test):
             return self._meta_spec(host, array, target, test, rep)
+        if test == IO500_TEST:
+            return self._io500_spec(host, array, target, rep)
         cell = Cell.from_wildcards(host, array, target, test, rep)
         return {
             **self._place(host, array, target),
@@ -110,6 +115,8 @@ class Plan:
             "file_size": cell.file_size,
             "dirs": cell.dirs,
             "fsync": cell.fsync,
+            # Only where the campaign sets it: cells of campaigns without it keep the params they had.
+            **({"meta_cache": self.campaign["metadata"]["cache"]} if "cache" in self.campaign["metadata"] else {}),
             "streams": cell.streams,
             "rep": cell.rep,
             "test": test,
@@ -117,6 +124,17 @@ class Plan:
             "engine": "python",
             **method_params("metadata"),
             "cache": self.io["cache"],
+            **self._storage(host, array, target),
+        }
+
+    def _io500_spec(self, host: str, array: str, target: str, rep) -> dict:
+        """IO500's settings as validated (sizes in bytes); reads from another process unless io.read_from: self."""
+        return {
+            **self._place(host, array, target),
+            "io500": self.campaign["io500"],
+            "read_from": self.io.get("read_from", "other"),
+            "rep": int(rep),
+            "test": IO500_TEST,
             **self._storage(host, array, target),
         }
 

@@ -81,9 +81,10 @@ def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str
     return record["row"]
 
 
-def part_argv(hosts: list[str], args: list[str]) -> list[str]:
-    """The command that runs one part per host at once: srun under Slurm, else this host alone."""
-    me = [sys.executable, "-m", "fsbench", "part", *args]
+def part_argv(hosts: list[str], args: list[str], command: str = "part") -> list[str]:
+    """The command that runs one part per host at once (`python -m fsbench <command>`, part or io500-part): srun
+    under Slurm, else this host alone."""
+    me = [sys.executable, "-m", "fsbench", command, *args]
     if os.environ.get("SLURM_JOB_ID"):
         n = len(hosts)
         return [

@@ -34,7 +34,9 @@ def parse_size(value) -> int:
 
 
 def format_size(n: int) -> str:
-    """The shortest exact binary spelling: 1048576 -> '1MiB', 1000 -> '1000B'."""
+    """The shortest exact binary spelling: 1048576 -> '1MiB', 1000 -> '1000B', 0 -> '0B'."""
+    if n == 0:
+        return "0B"
     for unit in ("PiB", "TiB", "GiB", "MiB", "KiB"):
         scale = 1024 ** ("KMGTP".index(unit[0]) + 1)
         if n % scale == 0:

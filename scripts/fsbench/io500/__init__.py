@@ -1,0 +1,2 @@
+"""IO500's twelve phases as a campaign: phases (what each does, pure), run (one host's processes, and every host
+at once through the all-hosts launcher), table (io500.csv and the score)."""
