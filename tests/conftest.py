@@ -241,10 +241,17 @@ def slurm_cluster(base: Path, nodes: int = 1, shared: Path | None = None):
     import slurm_local
 
     with slurm_lock():
-        try:
-            env = slurm_local.start(base, nodes, shared)
-        except slurm_local.Unavailable as e:
-            pytest.skip(f"no {nodes}-node Slurm{' with a shared filesystem' if shared else ''} here: {e}")
+        deadline = time.monotonic() + 1200
+        while True:
+            try:
+                env = slurm_local.start(base, nodes, shared)
+                break
+            except slurm_local.Unavailable as e:
+                # one started without the lock (an older fixture): wait for it to go, as the lock would have
+                if "another local Slurm runs" in str(e) and time.monotonic() < deadline:
+                    time.sleep(5)
+                    continue
+                pytest.skip(f"no {nodes}-node Slurm{' with a shared filesystem' if shared else ''} here: {e}")
         try:
             yield env
         finally:
