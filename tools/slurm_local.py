@@ -37,6 +37,12 @@ VOLUME = "fsbench"  # the shared volume's name (its glusterd is this cluster's o
 NET = "10.231.0"  # this host is .1 on the veths, node N is .N
 # Sets the namespace's host name, then becomes the daemon; the names come as arguments, never as code.
 AS_NODE = 'hostname "$0" && exec "$@"'
+# The same, in a mount namespace of the node's own first letting go of its copies of this machine's loop-device and
+# FUSE mounts (other runs' scratch mounts at that moment): held there, they could not be released on this host.
+AS_NODE_OWN_MOUNTS = (
+    "awk '$1 ~ /^[/]dev[/]loop/ || $3 ~ /^fuse/ {print $2}' /proc/self/mounts | "
+    'while read -r m; do umount -l "$m"; done; ' + AS_NODE
+)
 MARK = "# Slurm made by tools/slurm_local.py"  # the first line of every slurm.conf written here
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")  # where srun inside a job looks (SLURM_CONF is not passed on)
 
@@ -370,7 +376,7 @@ def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
                 "--",
                 "sh",
                 "-c",
-                AS_NODE,
+                AS_NODE_OWN_MOUNTS if own_mounts else AS_NODE,
                 node,
                 _which("slurmd"),
                 "-f",
