@@ -361,8 +361,13 @@ def main() -> int:
             with STORAGE[storage]() as (root, what):
                 results[storage] = (what, judged(bin_dir, root), phases())
         except Exception as e:  # noqa: BLE001 (the other storage's figures still count; the doc says why)
-            log(f"{storage}: not measured: {type(e).__name__}: {e}")
-            results[storage] = (f"Not measured: {type(e).__name__}: {e}", {}, [])
+            why = f"{type(e).__name__}: {e}"
+            log(f"{storage}: {why}")
+            if storage in results:  # measured, then its clean-up failed: keep the figures, say so
+                what, figures, phase_list = results[storage]
+                results[storage] = (f"{what}. Its clean-up failed afterwards: {why}", figures, phase_list)
+            else:
+                results[storage] = (f"Not measured: {why}", {}, [])
     text = render(results, started, load, os.getloadavg())
     print(text)
     if SMOKE:
