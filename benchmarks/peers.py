@@ -15,6 +15,9 @@ What is compared, per storage (each a folder on a mounted filesystem):
   engine (fsbench.engines.metadata.run_phase, MetaJob(streams=2, files=FILES, file_size=0, dirs=1, fsync=none)).
   mdtest: one run per phase, `mdtest -F -P -u -L -n FILES -C|-T|-E|-r -d DIR`, its "File creation/stat/read/
   removal" rate.
+- IO500's twelve phases (fsbench's io500 campaign, issue 27 part 1, on a path array at the storage) against IOR and
+  mdtest run as IO500's io500.sh / src/phase_*.c runs them, with the same tunables (IO5 below); find against GNU
+  find over the two mdtest trees. Values in IO500's units (GiB/s, kIOPS).
 
 Paired in time: in each of ROUNDS rounds every phase runs fsbench then the peer (the peer first in odd rounds); the
 ratio fsbench/peer is taken per round and its median over the rounds reported beside both medians. Targets (issue
@@ -27,6 +30,8 @@ to docs/. Root; writes docs/bench-peers.md.
 """
 
 import contextlib
+import csv
+import json
 import os
 import platform
 import shutil
@@ -44,10 +49,12 @@ sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "tools"))
 
 import peers  # noqa: E402  (tools/peers.py)
+import yaml  # noqa: E402
 
 from fsbench.engines import metadata  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
 from fsbench.engines.registry import run_engine  # noqa: E402
+from fsbench.io500 import phases as io5  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 from fsbench.toolkit.sizes import format_size  # noqa: E402
 
@@ -61,6 +68,17 @@ ROUNDS = 1 if SMOKE else int(os.environ.get("ROUNDS", "5"))
 IMAGE = 256 * MiB if SMOKE else 3 * GiB  # under /dev/shm: with the data, well under 4 GiB
 STORAGES = ["ext4-ram"] if SMOKE else os.environ.get("STORAGES", "ext4-ram,glusterfs").split(",")
 IO_GOAL, MD_GOAL = (0.95, 1.05), (0.9, 1.1)
+IO500_ROUNDS = 1 if SMOKE else int(os.environ.get("IO500_ROUNDS", "3"))
+# IO500's tunables, the same for fsbench's io500 campaign and the peer commands; stonewall-time beyond these sizes,
+# so that both write everything (the peer then needs no -D).
+IO5 = {
+    "processes": RANKS,
+    "ior-easy": {"transferSize": "1MiB", "blockSize": "4MiB" if SMOKE else "256MiB"},
+    "ior-hard": {"segmentCount": 20 if SMOKE else 2000},
+    "mdtest-easy": {"n": 50 if SMOKE else 2000},
+    "mdtest-hard": {"n": 30 if SMOKE else 1000},
+    "stonewall-time": 300,
+}
 MD_FLAG = {"create": "-C", "stat": "-T", "read": "-E", "delete": "-r"}
 MD_LINE = {"create": "File creation", "stat": "File stat", "read": "File read", "delete": "File removal"}
 
@@ -165,6 +183,115 @@ def meta_job(folder: Path) -> metadata.MetaJob:
     return metadata.MetaJob(str(folder), RANKS, FILES, 0, 1, fsync="none")
 
 
+# --- IO500's phases ---------------------------------------------------------------------------------------
+
+
+def io500_peer_commands(d: Path) -> dict:
+    """Each phase as io500.sh / src/phase_*.c run it (github IO500/io500), with IO5's tunables: {phase: (tool,
+    args)}. Reads shift to another rank (ior -C -Q 1, mdtest -N 1) as fsbench's io.read_from: other does."""
+    t, b = (format_size(io5_bytes(IO5["ior-easy"][k])).replace("iB", "").lower() for k in ("transferSize", "blockSize"))
+    easy = ["-C", "-Q", "1", "-g", "-G", "271", "-k", "-e", "-o", f"{d}/ior-easy/ior_file_easy", "-t", t, "-b", b]
+    easy += ["-F", "-a", "POSIX"]
+    hard = ["-C", "-Q", "1", "-g", "-G", "27", "-k", "-e", "-t", "47008", "-b", "47008"]
+    hard += ["-s", str(IO5["ior-hard"]["segmentCount"]), "-a", "POSIX", "-o", f"{d}/ior-hard/file"]
+    md_easy = ["-n", str(IO5["mdtest-easy"]["n"]), "-u", "-L", "-F", "-P", "-G", "270", "-N", "1"]
+    md_easy += ["-d", f"{d}/mdt_easy"]
+    md_hard = ["-n", str(IO5["mdtest-hard"]["n"]), "-t", "-w", "3901", "-e", "3901", "-F", "-P", "-N", "1"]
+    md_hard += ["-d", f"{d}/mdt_hard"]
+    return {
+        "ior-easy-write": ("ior", [*easy, "-w"]),
+        "mdtest-easy-write": ("mdtest", [*md_easy, "-C"]),
+        "ior-hard-write": ("ior", [*hard, "-w"]),
+        "mdtest-hard-write": ("mdtest", [*md_hard, "-C"]),
+        "find": ("find", [f"{d}/mdt_easy", f"{d}/mdt_hard", "-type", "f"]),
+        "ior-easy-read": ("ior", [*easy, "-r"]),
+        "mdtest-easy-stat": ("mdtest", [*md_easy, "-T"]),
+        "ior-hard-read": ("ior", [*hard, "-r"]),
+        "mdtest-hard-stat": ("mdtest", [*md_hard, "-T"]),
+        "mdtest-easy-delete": ("mdtest", [*md_easy, "-r"]),
+        "mdtest-hard-read": ("mdtest", [*md_hard, "-E"]),
+        "mdtest-hard-delete": ("mdtest", [*md_hard, "-r"]),
+    }
+
+
+def io5_bytes(size: str) -> int:
+    from fsbench.toolkit.sizes import parse_size
+
+    return parse_size(size)
+
+
+MD_PHASE_LINE = {"write": "File creation", "stat": "File stat", "read": "File read", "delete": "File removal"}
+
+
+def io500_peer(bin_dir: Path, root: Path) -> dict:
+    """The peer's value of every phase, in IO500's units (GiB/s, kIOPS), caches dropped before the phases where
+    fsbench drops them (fsbench.io500.phases.COLD)."""
+    d = root / "peer-io500"
+    shutil.rmtree(d, ignore_errors=True)
+    for sub in ("ior-easy", "ior-hard"):
+        (d / sub).mkdir(parents=True)
+    found = {}
+    try:
+        for phase, (tool, args) in io500_peer_commands(d).items():
+            if phase in io5.COLD:
+                drop_caches()
+            if tool == "find":
+                t0 = time.perf_counter()
+                out = subprocess.run(["find", *args], capture_output=True, text=True, check=True).stdout
+                found[phase] = len(out.splitlines()) / (time.perf_counter() - t0) / 1e3
+            elif tool == "ior":
+                out = mpirun(bin_dir, "ior", args)
+                op = "write" if phase.endswith("write") else "read"
+                summary = out.split("Summary of all tests:")[-1].splitlines()
+                found[phase] = next(float(f[1]) for x in summary if (f := x.split()) and f[0] == op) / 1024
+            else:
+                out = mpirun(bin_dir, "mdtest", args)
+                name = MD_PHASE_LINE[phase.rsplit("-", 1)[1]]
+                line = next(x for x in out.splitlines() if x.strip().startswith(name))
+                found[phase] = float(line.split()[2]) / 1e3
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return found
+
+
+def io500_fsbench(root: Path) -> dict:
+    """fsbench's io500 campaign on a path array at `root` (the workflow, as a user runs it): io500.csv's values."""
+    work = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-io500-", dir="/var/tmp"))
+    data = root / "fsbench-io500"
+    data.mkdir()
+    try:
+        config = {
+            "campaign": "peers",
+            "scratch": str(work / "scratch"),
+            "arrays": {"p": {"kind": "path", "path": str(data)}},
+            "io": {"size": "4MiB", "block_sizes": ["1MiB"], "repeats": 1},
+            "history": False,
+            "io500": IO5,
+        }
+        (work / "campaign.yaml").write_text(yaml.safe_dump(config))
+        argv = [str(REPO / ".venv/bin/snakemake"), "results/peers/io500.csv", "-s", str(REPO / "Snakefile")]  # only it
+        argv += ["-d", str(work / "wd"), "--cores", "2", "--configfile", str(work / "campaign.yaml")]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
+        if proc.returncode:
+            raise RuntimeError(f"fsbench's io500 campaign failed: {proc.stderr[-3000:]}")
+        with open(work / "wd/results/peers/io500.csv") as f:
+            return {r["phase"]: float(r["value"]) for r in csv.DictReader(f) if r["phase"] in io5.PHASES}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def io500_phases() -> list:
+    cmds = io500_peer_commands(Path("DIR"))
+    found = []
+    for phase in io5.PHASES:
+        tool, args = cmds[phase]
+        goal = IO_GOAL if phase.startswith("ior-") else MD_GOAL
+        cmd = " ".join([tool, *args]) + (" | wc -l" if tool == "find" else "")
+        found.append(Phase(f"io500 {phase}", io5.unit(phase), goal, f"io500 campaign, phase {phase}", cmd))
+    return found
+
+
 # --- paired rounds ----------------------------------------------------------------------------------------
 
 
@@ -222,6 +349,11 @@ def judged(bin_dir: Path, root: Path) -> dict:
     for rnd in range(ROUNDS):
         for phase, pair in one_round(bin_dir, root, peer_first=rnd % 2 == 1).items():
             figures.setdefault(phase, []).append(pair)
+        if rnd < IO500_ROUNDS:  # the twelve phases, fsbench's campaign then the peer's (the peer first in odd rounds)
+            runs = [("fsbench", lambda: io500_fsbench(root)), ("peer", lambda: io500_peer(bin_dir, root))]
+            got = {who: run() for who, run in (reversed(runs) if rnd % 2 else runs)}
+            for phase in io5.PHASES:
+                figures.setdefault(f"io500 {phase}", []).append((got["fsbench"][phase], got["peer"][phase]))
         log(f"  round {rnd + 1}/{ROUNDS}: " + ", ".join(f"{p} {f / q:.2f}" for p, [*_, (f, q)] in figures.items()))
     return figures
 
@@ -309,6 +441,8 @@ FINDINGS = [
 
 
 def rate_text(value: float, unit: str) -> str:
+    if unit in ("GiB/s", "kIOPS"):  # IO500's own units, as io500.csv has them
+        return f"{value:.3f} {unit}"
     return f"{value / 1e6:.0f} MB/s" if unit == "MB/s" else f"{value / 1e3:.1f}k files/s"
 
 
@@ -342,8 +476,16 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple) -> st
         lines.append("")
     lines += FINDINGS
     lines += ["## Commands", "", "| phase | fsbench | peer |", "| --- | --- | --- |"]
-    for ph in phases():
+    for ph in phases() + io500_phases():
         lines.append(f"| {ph.name} | {ph.fsbench} | `{ph.peer}` |")
+    lines += [
+        "",
+        f"io500 campaign: `io500: {json.dumps(IO5)}` on a path array at the storage (fsbench's workflow, "
+        "`snakemake --cores 2 --configfile`), values from its io500.csv; the peer runs the phases in IO500's order, "
+        "with the caches dropped before the phases fsbench drops them before (reads, stats, find, deletes). "
+        f"Paired in {IO500_ROUNDS} rounds (the whole campaign, then the peer's twelve runs; the peer first in odd "
+        "rounds). find's peer is GNU find over both mdtest trees, timed around the process.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -359,7 +501,7 @@ def main() -> int:
         log(f"{storage}:")
         try:
             with STORAGE[storage]() as (root, what):
-                results[storage] = (what, judged(bin_dir, root), phases())
+                results[storage] = (what, judged(bin_dir, root), phases() + io500_phases())
         except Exception as e:  # noqa: BLE001 (the other storage's figures still count; the doc says why)
             why = f"{type(e).__name__}: {e}"
             log(f"{storage}: {why}")
