@@ -338,6 +338,11 @@ def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
     if shared is not None and n < 2:
         raise ValueError("a shared filesystem needs 2 or more nodes (its server listens on their veths)")
     check_system_conf(base / "slurm.conf")  # before anything is installed or started
+    # Another cluster's nodes (one started without the lock, or mid-start): deleting what we failed to make
+    # would delete theirs, so refuse before making any.
+    taken = [node for node in extra_nodes(n) if Path(f"/run/netns/{node}").exists()]
+    if taken:
+        raise Unavailable(f"another local Slurm runs: its node namespaces {', '.join(taken)} exist")
     install()
     for sub in ["state", "log"] + [f"spool-{node}" for node in extra_nodes(n)]:
         (base / sub).mkdir(parents=True, exist_ok=True)
