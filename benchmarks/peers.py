@@ -437,6 +437,25 @@ FINDINGS = [
     "rounds: 37.0k vs 25.9k files/s, 0.70. On 2 busy cores a stat phase is CPU-bound, so this cost shows; closing "
     "it needs the stat loop in C, as the block engine's loop is (engines/loops.c): not done.",
     "",
+    "## What the io500 rows hold that the peer's do not (measured by hand, 2026-12-05)",
+    "",
+    "One io500 campaign with the tunables above on a RAM-backed ext4 (2 GiB image, same machine, same load), "
+    "from its records (each process's start, end and durable end):",
+    "",
+    "- **The write phases' flush.** fsbench times a write phase to its durable end (fsync/syncfs inside). "
+    "ior-easy-write: 0.96 s, of it 0.62 s the flush (IOR's `-e` also fsyncs inside its write time: same work). "
+    "mdtest-hard-write: 0.324 s, of it 0.096 s the flush, which mdtest (no fsync option in IO500's command) never "
+    "does: without it fsbench's figure would be 1.4 x higher, most of its gap to mdtest. mdtest-easy-write "
+    "(empty files): 0.012 s of 0.284 s.",
+    "- **Starts apart.** The processes of a phase started within 1 ms of each other for ior-easy and "
+    "mdtest-easy, 13-19 ms for ior-hard-write and mdtest-hard-write (fsbench.io500's own start line, not the "
+    "metadata engine's) on phases of 0.3-0.5 s: a few % of their time.",
+    "- **find.** fsbench's find is its own walker in every process at once (scandir); the peer here is one GNU "
+    "`find` process timed around its exec, not IO500's parallel pfind: the ratio says little (not measured "
+    "against pfind).",
+    "- **stat phases.** Python's per-file cost as above (fsbench.io500's stat loop is its own, not the metadata "
+    "engine's).",
+    "",
 ]
 
 
