@@ -456,6 +456,15 @@ FINDINGS = [
     "- **stat phases.** Python's per-file cost as above (fsbench.io500's stat loop is its own, not the metadata "
     "engine's).",
     "",
+    "## Not explained here",
+    "",
+    "- On this loaded machine a round's ratio swings by 2-5 x (the range column): the targets cannot be judged from "
+    "these runs; rerun on a quiet machine (`make bench-peers`, about 15 min) before reading a miss as fsbench's.",
+    "- GlusterFS: `drop_caches` empties the kernel's caches, not the GlusterFS client's own (md-cache, io-cache, "
+    "read-ahead live in the userspace client): neither tool's read or stat is known to be cold there, and which "
+    "ran second may be served by what the client kept. fsbench's io500 ior-easy-write ran 1.8-4.3 x IOR's in "
+    "every round on GlusterFS (0.6-1.3 x on ext4): not measured why.",
+    "",
 ]
 
 
