@@ -249,7 +249,7 @@ def slurm_cluster(base: Path, nodes: int = 1, shared: Path | None = None):
             except slurm_local.Unavailable as e:
                 # one started without the lock (an older fixture): wait for it to go, as the lock would have
                 if "another local Slurm runs" in str(e) and time.monotonic() < deadline:
-                    time.sleep(5)
+                    time.sleep(0.5)  # often: runs without the lock start their next cluster within a second
                     continue
                 pytest.skip(f"no {nodes}-node Slurm{' with a shared filesystem' if shared else ''} here: {e}")
         try:
