@@ -1,9 +1,10 @@
 """Two Slurm nodes sharing one real filesystem: a GlusterFS volume (tools/slurm_local.py) that this host and node 2
 each mount at the same path through a FUSE client of their own (node 2's in its own network and mount
-namespaces). An all-hosts cell of a path array on it runs from both hosts at once; afterwards nothing of it is left
-mounted or running."""
+namespaces). One campaign on it from both hosts at once: an all-hosts cell of a path array, and IO500's phases with
+2 hosts x 2 processes, each host reading what the other wrote; afterwards nothing of it is left mounted or running."""
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -18,6 +19,17 @@ pytestmark = [needs_root, pytest.mark.e2e]
 SIZE = 8 * 2**20
 HERE, OTHER = socket.gethostname(), "fsbench-n2"
 SOURCE = "10.231.0.1:/fsbench"  # slurm_local's volume, served on the veth
+IO500 = {  # tiny; stonewall far beyond them: every write phase writes all it may
+    "processes": 2,
+    "ior-easy": {"transferSize": "64KiB", "blockSize": "1MiB"},
+    "ior-hard": {"segmentCount": 10},
+    "mdtest-easy": {"n": 20},
+    "mdtest-hard": {"n": 15},
+    "stonewall-time": 30,
+}
+PHASES = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
+PHASES += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
+PHASES += ["mdtest-hard-delete"]
 
 
 def gluster_processes(base: Path) -> list[str]:
@@ -59,6 +71,7 @@ def campaign(tmp_path_factory):
                 "hosts": [HERE, OTHER],
                 "arrays": {"g": {"kind": "path", "path": str(shared), "all_hosts": True}},
                 "io": {"size": "8MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise"},
+                "io500": IO500,
             }
             run_campaign(workdir, config, *SLURM_PROFILE, env=env)
             brick = list((base / "gluster" / "brick").iterdir())
@@ -99,6 +112,33 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
 
 def shared_path(results: Path) -> str:
     return json.loads((results / "runs/all/g/array.json").read_text())["spec"]["path"]
+
+
+def test_every_io500_phase_has_both_hosts_and_reads_came_from_the_other(campaign):
+    workdir, *_ = campaign
+    df = pd.read_csv(workdir / "io500.csv", keep_default_na=False)
+    assert list(df.phase) == [*PHASES, "bw", "md", "score"]
+    v = df.set_index("phase")["value"].astype(float)
+    assert (v > 0).all() and round(v["score"], 4) == round(math.sqrt(v["bw"] * v["md"]), 4)
+    made = {}
+    for phase in PHASES:
+        rec = json.loads((workdir / "runs/all/g/path/io500/rep1" / f"{phase}.json").read_text())
+        assert sorted(rec["hosts"]) == sorted([HERE, OTHER]), phase
+        for host, part in rec["hosts"].items():
+            assert part["hostname"] == host  # the part ran on that node, through its own client
+            procs = part["processes"]
+            assert len(procs) == 2 and all(q["items"] > 0 for q in procs), (phase, host, procs)
+            if phase.endswith("write"):
+                made[(phase, host)] = sum(q["items"] for q in procs)
+            elif phase != "find":  # every read, stat and delete was of what the other host's process made
+                assert {q["of_host"] for q in procs} == {HERE, OTHER} - {host}, (phase, host, procs)
+                assert all(q["items"] == q2["items"] for q in procs for q2 in procs)
+    reasons = df.set_index("phase")["invalid_reasons"]
+    for write, read in [("ior-easy-write", "ior-easy-read"), ("ior-hard-write", "ior-hard-read")]:
+        assert "cached" not in reasons[read]  # cold: a host's own client never held the other host's data
+        assert made[(write, HERE)] == made[(write, OTHER)] > 0
+    find = json.loads((workdir / "runs/all/g/path/io500/rep1/find.json").read_text())
+    assert find["amount"] == 2 * 2 * (20 + 15)  # every name both hosts' processes created, seen from the shared fs
 
 
 def test_nothing_is_left_mounted_or_running(campaign):
