@@ -53,7 +53,7 @@ import yaml  # noqa: E402
 
 from fsbench.engines import metadata  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
-from fsbench.engines.registry import run_engine  # noqa: E402
+from fsbench.engines.table import run as run_engine  # noqa: E402
 from fsbench.io500 import phases as io5  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 from fsbench.toolkit.sizes import format_size  # noqa: E402

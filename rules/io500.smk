@@ -39,7 +39,9 @@ rule io500_table:
             for phase in IO500_PHASES
         ],
     output:
-        report(f"{RESULTS}/io500.csv", caption="../report/io500.rst", category="Tables"),
+        report(
+            f"{RESULTS}/io500.csv", caption="../captions/io500.rst", category="Tables"
+        ),
     log:
         f"{RESULTS}/logs/io500_table.log",
     conda:

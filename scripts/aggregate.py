@@ -14,7 +14,7 @@ from fsbench.analysis.compare import comparisons
 from fsbench.analysis.stats import summarize, summarize_baselines
 from fsbench.analysis.timeseries_table import timeseries_table
 from fsbench.io500 import table as io500_table
-from fsbench.report.all_hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
+from fsbench.report.per_host import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.report.summary import summary_html, summary_markdown
 from fsbench.toolkit.run_step import run_step
 

@@ -14,7 +14,7 @@ from fsbench.toolkit.run_step import run_step
 
 
 def plot(inp, outdir, with_series):
-    # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
+    # baselines.csv is an input only when the config has baselines (rules/analysis.smk); otherwise an empty list.
     baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
     verdicts = pd.read_csv(inp.comparisons)
     # The latency percentile curves come from the histograms the records keep (measurements.csv has 4 percentiles).

@@ -301,6 +301,6 @@ def test_compare_to_must_name_an_earlier_campaign(tmp_path):
 
 def test_the_engines_the_schema_allows_are_the_ones_there_are():
     from fsbench.campaign.config import load_schema
-    from fsbench.engines.registry import ENGINES
+    from fsbench.engines.table import ENGINES
 
     assert load_schema()["properties"]["io"]["properties"]["engine"]["enum"] == list(ENGINES)

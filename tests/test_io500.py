@@ -14,6 +14,7 @@ from fsbench.campaign.config import ConfigError, validate
 from fsbench.campaign.plan import Plan
 from fsbench.io500 import launch
 from fsbench.io500 import phases as ph
+from fsbench.io500.table import markdown, table
 from fsbench.toolkit.sizes import format_size
 
 from conftest import needs_root, run_campaign
@@ -55,6 +56,23 @@ def campaign(path, **over) -> dict:
         (
             lambda c: c.update(arrays={"d": {"kind": "loop", "size": "64MiB"}}),
             r"'io500': value 'arrays.d: raw'.*a raw target has none",
+        ),
+        (
+            lambda c: (
+                c.update(arrays={"d": {"kind": "loop", "size": "64MiB"}}, filesystems={"e": {"type": "ext4"}})
+                or c["io500"]["ior-easy"].update(blockSize="64MiB")
+            ),
+            r"'arrays.d.size': value '64MiB' .*at least 1\d\dMiB for what io500's phases write",
+        ),
+        (
+            lambda c: (
+                c.update(
+                    arrays={"d": {"kind": "loop", "size": "2GiB"}},
+                    filesystems={"e": {"type": "ext4", "mkfs": ["-T", "largefile4"]}},
+                )
+                or c["io500"]["mdtest-easy"].update(n=1000)
+            ),
+            r"'filesystems.e.mkfs'.*at least 2\d\d\d inodes for io500's files",
         ),
     ],
 )
@@ -167,7 +185,7 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
     assert (
         records["ior-hard-read"]["amount"] == records["ior-hard-write"]["amount"] == made["ior-hard-write"] * 2 * 47008
     )
-    assert records["find"]["amount"] == 2 * (made["mdtest-easy-write"] + made["mdtest-hard-write"])
+    assert records["find"]["amount"] == 2 * (made["mdtest-easy-write"] + made["mdtest-hard-write"]) + 2 + 1
     assert records["mdtest-hard-delete"]["amount"] == 2 * made["mdtest-hard-write"]
     assert not list(data.iterdir())  # the last phase leaves nothing
 
@@ -200,6 +218,7 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     data.mkdir()
     c = campaign(data, scratch=str(scratch / "s"))
     c["io500"]["stonewall-time"] = 5  # far beyond these sizes: every phase writes all it may
+    c["io"] |= {"streams": [2], "read_from": "other"}  # the block I/O cell too reads the other stream's file
     run_campaign(tmp_path, c)
     res = tmp_path / "results" / "io5"
     df = pd.read_csv(res / "io500.csv", keep_default_na=False)
@@ -217,10 +236,73 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     assert not v.loc["score", "valid"]
     runs = res / "runs" / "local" / "p" / "path" / "io500" / "rep1"
     rec = {p: pd.read_json(runs / f"{p}.json", typ="series") for p in ph.PHASES}
-    assert rec["find"]["amount"] == 2 * (20 + 15)  # what mdtest-easy and -hard created
+    assert rec["find"]["amount"] == 2 * (20 + 15) + 2 + 1  # what mdtest-easy and -hard made, and the ior files
     assert rec["ior-easy-write"]["amount"] == 2 * 2**20 == rec["ior-easy-read"]["amount"]
     reads = rec["ior-easy-read"]["hosts"]["local"]
     assert [(q["rank"], q["of_rank"]) for q in reads["processes"]] == [(0, 1), (1, 0)]  # the other stream's file
     assert reads["cached_before"] <= 0.02  # cold, and measured so
     assert "## IO500 phases" in (res / "summary.md").read_text()
+    io_read = pd.read_json(res / "runs/local/p/path/seq-1MiB-buffered-2s/rep1/read.json", typ="series")
+    assert [(w["stream"], w["written_by"]) for w in io_read["read_from"]] == [(0, "stream 1"), (1, "stream 0")]
+    assert io_read["read_from"][0]["read"].endswith("-1.dat") and io_read["row"]["bytes"] == 2 * 4 * 2**20
     assert os.listdir(data) == []
+
+
+@needs_root
+def test_every_phase_runs_through_the_all_hosts_launcher(tmp_path):
+    """The path a cluster takes (host all: `python -m fsbench io500-part` per host, here this host alone):
+    every phase's host record comes back, reads name the process (and host) whose data they read."""
+    from fsbench.cluster.hosts import short_hostname
+
+    data = tmp_path / "data"
+    data.mkdir()
+    here = short_hostname()
+    c = validate(campaign(data, hosts=[here]))
+    cell = CellSpec.from_params(Plan(c).cell_spec("all", "p", "path", "io500", 1))
+    before = {"step": "prepare_array"}
+    for phase in ph.PHASES:
+        before = launch.phase_step(cell, phase, before, [here], tmp_path / "hosts")
+        assert list(before["hosts"]) == [here] and before["valid"] == (phase not in ph.WRITES), before
+        if phase == "mdtest-hard-read":
+            procs = before["hosts"][here]["processes"]
+            assert [(q["rank"], q["of_rank"], q["of_host"]) for q in procs] == [(0, 1, here), (1, 0, here)]
+            assert before["amount"] == 2 * 15
+    assert not list(data.iterdir())
+
+
+@needs_root  # the cold default drops the kernel's caches
+def test_metadata_cache_warm_drops_nothing_and_empty_files_are_made(tmp_path):
+    """metadata.cache warm (as mdtest runs) says so in the record; cold drops before stat and read."""
+    from fsbench.measurement import steps
+
+    base = {"arrays": {"p": {"kind": "path", "path": str(tmp_path)}}, "io": {"repeats": 1}, "scratch": str(tmp_path)}
+    found = {}
+    for how in ("warm", "cold"):
+        c = validate(base | {"metadata": {"files": 20, "file_size": 0, "dirs": 1, "cache": how}})
+        cell = CellSpec.from_params(Plan(c).cell_spec("local", "p", "path", "meta-20f-0B-1d-end-1s", 1))
+        setup = steps.prepare_array(cell.array_spec, "p", "local", cell.workdir)
+        found[how] = steps.metadata_step(cell, setup, cell.workdir)
+    assert set(found["warm"]["cold"].values()) == {"warm: no drop (metadata.cache warm)"}
+    assert all("drop_caches" in v for v in found["cold"]["cold"].values())
+    rows = {r["op"]: r for r in found["warm"]["rows"]}
+    assert rows["create"]["ops"] == 20 and rows["read"]["bytes"] == 0
+
+
+def test_io500_csv_rows_and_the_phase_by_phase_comparison_of_targets():
+    """table(): 15 rows per target in IO500's order; the summary section names each target's score and, per
+    phase, the fastest target and the others' ratios to it."""
+    records = []
+    for target, scale in (("ext4", 1.0), ("ext4-noatime", 2.0)):
+        for p in ph.PHASES:
+            value = scale * (0.5 if p == "mdtest-hard-write" and target == "ext4-noatime" else 1.0)
+            cell = {"host": "local", "array": "d", "target": target}
+            records.append(
+                {"cell": cell, "phase": p, "value": value, "seconds": 1.0, "valid": True, "invalid_reasons": ""}
+            )
+    df = table(records)
+    assert list(df["target"].unique()) == ["ext4", "ext4-noatime"] and len(df) == 30
+    assert list(df[df.target == "ext4"]["phase"]) == [*ph.PHASES, "bw", "md", "score"]
+    md = markdown(df)
+    assert "### ext4: score 1" in md and "### ext4-noatime: score" in md
+    assert "- mdtest-hard-write: fastest ext4 (1); ext4-noatime 1.00×" in md
+    assert "- ior-easy-write: fastest ext4-noatime (2); ext4 0.50×" in md

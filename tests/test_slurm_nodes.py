@@ -53,6 +53,11 @@ def test_each_host_measures_alone_then_all_at_once(campaign):
         parts = df[df.host.str.endswith("@all") & (df.op == op)]
         assert whole.bytes == 2 * SIZE and (parts.bytes == SIZE).all()
         assert whole.seconds >= parts.seconds.max()  # first start to last end covers each host's own time
+        if op == "read":  # io.read_from other, the default with several hosts: each reads the other's files
+            folder = (workdir / whole.record).parent / "hosts"
+            for h, writer in ((HERE, OTHER), (OTHER, HERE)):
+                whose = json.loads((folder / f"{h}-read.json").read_text())["read_from"]
+                assert {w["written_by"] for w in whose} == {f"{writer} stream 0"}, whose
         streams = json.loads((workdir / whole.record).read_text())["streams"]
         starts = [s["start"] for s in streams]
         assert len(streams) == 2 and max(starts) - min(starts) < 1.0, starts  # they started together
@@ -73,7 +78,9 @@ def test_an_all_hosts_cell_shares_one_file_between_the_nodes(campaign):
         assert whole.bytes == 2 * SIZE
         folder = (workdir / whole.record).parent / "hosts"
         parts = {h: json.loads((folder / f"{h}-{op}.json").read_text()) for h in (HERE, OTHER)}
-        assert {h: p["cell"]["slot_base"] for h, p in parts.items()} == {HERE: 0, OTHER: 1}
+        # io.read_from other (the default with several hosts): each node reads the other's slots
+        bases = {HERE: 0, OTHER: 1} if op == "write" else {HERE: 1, OTHER: 0}
+        assert {h: p["cell"]["slot_base"] for h, p in parts.items()} == bases
         paths = {s["path"] for p in parts.values() for s in p["streams"]}
         assert len(paths) == 1 and "/fsbench-nodes-p.all/" in paths.pop()
         assert all("shared: stream s moves blocks s, s+2" in p["command"] for p in parts.values())

@@ -18,7 +18,7 @@ from fsbench.engines import fio, loops
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
 from fsbench.measurement.judgement import judged_series, series_flags, series_of
-from fsbench.report.all_hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
+from fsbench.report.per_host import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.storage import devices
 from fsbench.toolkit import timeseries
 
@@ -103,8 +103,8 @@ def test_steady_state_is_the_snia_range_and_excursion_of_the_last_window():
     noisy = timeseries.steady(steady_series([400e6, 300e6, 400e6, 300e6, 400e6]))
     assert not noisy["steady"] and noisy["range"] == pytest.approx(100 / 360)
     assert not timeseries.steady(steady_series([400e6] * 3))["steady"]  # fewer intervals than the window
-    assert timeseries.flags(steady_series([400e6] * 3), steady_check={}) == ["not-steady"]
-    assert timeseries.flags(steady_series([400e6] * 3)) == []  # no io.steady: not judged
+    assert series_flags({"judged": timeseries.judge(steady_series([400e6] * 3), steady_check={})}) == ["not-steady"]
+    assert series_flags({"judged": timeseries.judge(steady_series([400e6] * 3))}) == []  # no io.steady: not judged
 
 
 def test_stonewall_is_what_every_host_had_moved_when_the_first_finished():
@@ -246,7 +246,7 @@ def test_a_constant_rate_is_steady_and_a_rising_one_is_not(tmp_path, stepping_cl
     assert ts["interval_s"] == 0.05 and set(ts["ops"]) == {50}
     assert timeseries.judge(ts, steady_check={})["steady"]["steady"] and timeseries.drop(ts) is None
     rising = ts | {"bytes": [b * (1 + i / 10) for i, b in enumerate(ts["bytes"])]}
-    assert timeseries.flags(rising, steady_check={}) == ["not-steady"]
+    assert series_flags({"judged": timeseries.judge(rising, steady_check={})}) == ["not-steady"]
 
 
 # A campaign: timeseries.csv beside measurements.csv, and its plot -----------------------------------------------

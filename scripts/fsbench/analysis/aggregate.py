@@ -6,7 +6,7 @@ import pandas as pd
 
 from fsbench.analysis.stats import TEST, flag_above_raw
 from fsbench.analysis.validity import with_validity
-from fsbench.measurement.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS, rows_of
 from fsbench.toolkit.records import read_json
 
 # Beyond the contract's columns: what made each figure, and where its full record is; then whether the figure is
@@ -30,7 +30,7 @@ def measurements(paths: list[str]) -> pd.DataFrame:
     for path in record_paths(paths):
         rec = read_json(path)
         # A metadata record holds a row per phase; a measurement record one.
-        rows += [row | {"command": rec["command"], "record": str(path)} for row in rec.get("rows", [rec["row"]])]
+        rows += [row | {"command": rec["command"], "record": str(path)} for row in rows_of(rec)]
         # An all-hosts cell also keeps each host's own figure, as host '<name>@all'.
         rows += [part | {"command": rec["command"], "record": str(path)} for part in rec.get("parts", [])]
     df = pd.DataFrame(rows, columns=COLUMNS + EXTRA)

@@ -7,6 +7,7 @@ into the tail as the operations allow (a p99.99 needs 10,000 of them: fewer, and
 
 import pandas as pd
 
+from fsbench.measurement.rows import rows_of
 from fsbench.toolkit.latency import Histogram
 
 # The percentiles a curve is drawn through: enough points between the nines for the bends to show.
@@ -28,7 +29,7 @@ def _merged(streams: list[dict]) -> Histogram:
 def histograms(record: dict) -> list[tuple[dict, Histogram]]:
     """(row, the histogram of its operations over all its streams) for each block I/O row of a record: a write or
     read one, a mix's read and write (each op's streams), an all-hosts cell's whole (its hosts' streams)."""
-    rows = record.get("rows", [record["row"]] if "row" in record else [])
+    rows = rows_of(record) if "row" in record or "rows" in record else []
     found = []
     for row in rows:
         if row.get("workload", "io") != "io":

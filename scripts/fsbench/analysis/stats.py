@@ -13,6 +13,7 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from fsbench.measurement.rows import TEST
+from fsbench.toolkit import flags
 from fsbench.toolkit.sizes import format_size
 
 # What makes two measurements the same test (besides op).
@@ -123,20 +124,15 @@ def varying_words(row, vary) -> list[str]:
     return words
 
 
-def split_flags(flags) -> list[str]:
-    """'short;cached' -> ['short', 'cached']; empty, NaN (an empty CSV cell) -> []."""
-    return [f.strip() for f in str(flags).split(";") if f.strip()] if pd.notna(flags) else []
-
-
 def cell_flags(values) -> str:
     """The flags of a cell's repetitions as one value: each flag once, in order of first appearance,
     with "(k of m)" when only k of the m repetitions carry it: 'short;cached (1 of 3)'."""
     values = list(values)
     counts: dict[str, int] = {}
-    for flags in values:
-        for flag in dict.fromkeys(split_flags(flags)):
+    for value in values:
+        for flag in dict.fromkeys(flags.parse(value)):
             counts[flag] = counts.get(flag, 0) + 1
-    return ";".join(f if k == len(values) else f"{f} ({k} of {len(values)})" for f, k in counts.items())
+    return flags.join(f if k == len(values) else f"{f} ({k} of {len(values)})" for f, k in counts.items())
 
 
 def with_iodepth(measurements: pd.DataFrame) -> pd.DataFrame:
@@ -241,10 +237,6 @@ def flag_above_raw(measurements: pd.DataFrame) -> pd.DataFrame:
     limit = out[CELL].join(raw_max.rename("_raw_max"), on=CELL)["_raw_max"]
     above = (out["target"] != "raw") & (out["mb_s"] > limit).fillna(False)
 
-    def add(flags) -> str:
-        have = [f for f in str(flags).split(";") if f] if pd.notna(flags) else []
-        return ";".join(have if "above-raw" in have else [*have, "above-raw"])
-
     out["flags"] = out["flags"].astype(object)
-    out.loc[above, "flags"] = out.loc[above, "flags"].map(add)
+    out.loc[above, "flags"] = out.loc[above, "flags"].map(lambda f: flags.add(f, [flags.ABOVE_RAW]))
     return out

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from fsbench.analysis.aggregate import record_paths
-from fsbench.measurement.rows import PLACE, TEST
+from fsbench.measurement.rows import PLACE, TEST, rows_of
 from fsbench.toolkit.records import read_json
 
 CELL = [*PLACE, *TEST, "rep", "engine"]
@@ -42,7 +42,7 @@ def series_of_record(rec: dict) -> list[tuple[dict, dict]]:
     """(row, its series) of each figure a record holds: the measurement (a mix: its read and its write), and an
     all-hosts cell's hosts."""
     pairs = []
-    rows = rec.get("rows", [rec["row"]])
+    rows = rows_of(rec)
     if rec.get("mix"):  # a mix's rows: read (the record's own series), then write
         pairs += [(rows[0], rec.get("timeseries", {})), (rows[1], rec["mix"]["write"].get("timeseries", {}))]
     elif rec.get("row", {}).get("workload", "io") != "metadata" and rows:

@@ -92,9 +92,7 @@ class Cell(_Placed):
     @classmethod
     def from_wildcards(cls, host: str, array: str, target: str, test: str, rep) -> "Cell":
         """The cell a job's wildcards name (rules/common.smk), the inverse of `path` and `rep`."""
-        m = TEST_RE.fullmatch(test)
-        if m is None:
-            raise ValueError(f"not a test: {test!r}; allowed: {TEST_PATTERN}")
+        m = _matched(TEST_RE, test, "a test", TEST_PATTERN)
         return cls(
             host,
             array,
@@ -155,11 +153,17 @@ class MetaCell(_Placed):
 
     @classmethod
     def from_wildcards(cls, host: str, array: str, target: str, test: str, rep) -> "MetaCell":
-        m = META_RE.fullmatch(test)
-        if m is None:
-            raise ValueError(f"not a metadata test: {test!r}; allowed: {META_PATTERN}")
+        m = _matched(META_RE, test, "a metadata test", META_PATTERN)
         size = 0 if m["file_size"] == "0B" else parse_size(m["file_size"])  # 0B: empty files
         return cls(host, array, target, int(m["files"]), size, int(m["dirs"]), m["fsync"], int(m["streams"]), int(rep))
+
+
+def _matched(regex, test: str, what: str, allowed: str) -> re.Match:
+    """The test segment of a job's wildcards, parsed; ValueError naming what is allowed."""
+    m = regex.fullmatch(test)
+    if m is None:
+        raise ValueError(f"not {what}: {test!r}; allowed: {allowed}")
+    return m
 
 
 def is_metadata(test: str) -> bool:

@@ -16,10 +16,14 @@ import jsonschema
 import yaml
 
 from fsbench.campaign.cells import targets
-from fsbench.engines import capabilities
+from fsbench.engines import table
 from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
 from fsbench.toolkit.sizes import ALLOWED as SIZE_ALLOWED
 from fsbench.toolkit.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
+
+# IO500's fixed sizes (fsbench.io500.phases sits above this layer): ior-hard's transfer, mdtest-hard's file.
+IOR_HARD_TRANSFER = 47008
+MDTEST_HARD_BYTES = 3901
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schema.yaml"
 
@@ -114,25 +118,29 @@ def _size(value, key: str) -> int:
         raise _fail(key, value, SIZE_ALLOWED) from None
 
 
+def _duration(value, key: str) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError:
+        raise _fail(key, value, DURATION_ALLOWED) from None
+
+
 def _check_runtime(io: dict) -> None:
     """Time-based runs: io.size becomes the most a stream writes; an engine must be able to stop at the time and
     then read exactly what it wrote."""
-    try:
-        io["runtime"] = parse_duration(io["runtime"])
-    except ValueError:
-        raise _fail("io.runtime", io["runtime"], DURATION_ALLOWED) from None
+    io["runtime"] = _duration(io["runtime"], "io.runtime")
     engine = io["engine"]
-    if why := capabilities.why_not(engine, capabilities.RUNTIME):
-        raise _fail("io.engine", engine, f"{capabilities.able(capabilities.RUNTIME)} with io.runtime ({why}), or none")
-    if "rand" in io["patterns"] and (why := capabilities.why_not(engine, capabilities.RUNTIME_RAND_WRITE)):
+    if why := table.why_not(engine, table.RUNTIME):
+        raise _fail("io.engine", engine, f"{table.able(table.RUNTIME)} with io.runtime ({why}), or none")
+    if "rand" in io["patterns"] and (why := table.why_not(engine, table.RUNTIME_RAND_WRITE)):
         allowed = f"no rand with io.engine {engine} and io.runtime ({why}); "
-        allowed += f"use {capabilities.able(capabilities.RUNTIME_RAND_WRITE)}, or seq, randrw, rw"
+        allowed += f"use {table.able(table.RUNTIME_RAND_WRITE)}, or seq, randrw, rw"
         raise _fail("io.patterns", io["patterns"], allowed)
 
 
 def _check_engine(io: dict) -> None:
-    """The tests asked of what io.engine can do (fsbench.engines.capabilities)."""
-    engine, can = io["engine"], capabilities
+    """The tests asked of what io.engine can do (fsbench.engines.table)."""
+    engine, can = io["engine"], table
     whys = {why for p in io["patterns"] for need in can.needs(p) if (why := can.why_not(engine, need))}
     if whys:
         ok = [p for p in io["patterns"] if not any(can.why_not(engine, need) for need in can.needs(p))] or ["seq"]
@@ -173,11 +181,11 @@ def _check_semantics(config: dict) -> None:
             )
     if "runtime" in io:
         _check_runtime(io)
+        if io.get("read_from") == "other" and "rand" in io["patterns"]:
+            allowed = "self with io.runtime and a rand pattern (a timed random write's blocks are its stream's own)"
+            raise _fail("io.read_from", "other", allowed)
     if "log_interval" in io:
-        try:
-            io["log_interval"] = parse_duration(io["log_interval"])
-        except ValueError:
-            raise _fail("io.log_interval", io["log_interval"], DURATION_ALLOWED) from None
+        io["log_interval"] = _duration(io["log_interval"], "io.log_interval")
     if config["precondition"] is not None:
         pre = config["precondition"]
         pre["block_size"] = _size(pre["block_size"], "precondition.block_size")
@@ -248,10 +256,23 @@ def _check_io500(config: dict) -> None:
     if easy["blockSize"] % easy["transferSize"]:
         allowed = f"a multiple of io500.ior-easy.transferSize ({format_size(easy['transferSize'])})"
         raise _fail("io500.ior-easy.blockSize", format_size(easy["blockSize"]), allowed)
-    for name in config["arrays"]:
+    p = io500["processes"]
+    files = p * (io500["mdtest-easy"]["n"] + io500["mdtest-hard"]["n"] + 1) + 1
+    data = p * (easy["blockSize"] + io500["ior-hard"]["segmentCount"] * IOR_HARD_TRANSFER)
+    need = data + space_needed(p * io500["mdtest-hard"]["n"], MDTEST_HARD_BYTES) + space_needed(files, 0)
+    for name, array in config["arrays"].items():
         if targets(config, name) == ["raw"]:
             allowed = "a filesystem or a path array: IO500's phases make files, a raw target has none"
             raise _fail("io500", f"arrays.{name}: raw", allowed)
+        # A loop image of one member must hold what the phases write (the filesystem's own share beside it).
+        if array["kind"] == "loop" and array["members"] == 1 and array["size"] * (1 - FS_OVERHEAD) < need:
+            allowed = f"at least {-(-int(need / (1 - FS_OVERHEAD)) // 2**20)}MiB for what io500's phases write"
+            raise _fail(f"arrays.{name}.size", format_size(array["size"]), allowed)
+        for target in targets(config, name) if array["kind"] == "loop" and array["members"] == 1 else []:
+            fs = config["filesystems"].get(target)
+            if fs and fs["type"] in ("ext2", "ext3", "ext4") and ext_inodes(fs["mkfs"], array["size"]) < files + 16:
+                allowed = f"options that give at least {files + 16} inodes for io500's files on arrays.{name}"
+                raise _fail(f"filesystems.{target}.mkfs", fs["mkfs"], allowed)
 
 
 REQUIRED = "required"  # in the schema's x-kinds: a key the campaign must give

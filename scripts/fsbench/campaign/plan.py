@@ -29,7 +29,7 @@ from fsbench.campaign.cells import (
     targets,
     tests,
 )
-from fsbench.engines.capabilities import method_params
+from fsbench.engines.table import method_params
 
 # The wildcards of the rules, as regexes: what a path segment may be.
 WILDCARDS = {
@@ -91,6 +91,8 @@ class Plan:
             "shared_file": cell.shared_file,
             # Only where it matters: a new rwmix_read re-measures the mixed cells, no others.
             **({"rwmix_read": self.io["rwmix_read"]} if cell.pattern in MIXED else {}),
+            # Where set, or where it defaults to other (an all-hosts cell of several hosts): others keep their params.
+            **({"read_from": read_from} if (read_from := self.read_from(host)) else {}),
             # Time-based runs only (io.runtime, seconds): size-based cells keep the params they had.
             **({"runtime": self.io["runtime"]} if "runtime" in self.io else {}),
             # The time series' interval and what judges it, likewise only where the campaign sets them.
@@ -100,7 +102,7 @@ class Plan:
             "size": self.io["size"],
             "data": self.io["data"],
             "engine": self.io["engine"],
-            # A deliberate change of how the engine measures (capabilities.ENGINES[...].method) re-measures.
+            # A deliberate change of how the engine measures (table.ENGINES[...].method) re-measures.
             **method_params(self.io["engine"]),
             "cache": self.io["cache"],
             **self._storage(host, array, target),
@@ -126,6 +128,13 @@ class Plan:
             "cache": self.io["cache"],
             **self._storage(host, array, target),
         }
+
+    def read_from(self, host: str) -> str | None:
+        """io.read_from where the campaign sets it; else other for an all-hosts cell of several hosts (IOR -C:
+        no host reads back what its own client cached); else None (each stream reads its own, as always)."""
+        if "read_from" in self.io:
+            return self.io["read_from"]
+        return "other" if host == ALL_HOSTS and len(self.campaign["hosts"]) > 1 else None
 
     def _io500_spec(self, host: str, array: str, target: str, rep) -> dict:
         """IO500's settings as validated (sizes in bytes); reads from another process unless io.read_from: self."""

@@ -8,7 +8,7 @@ Used for baselines (fsbench.analysis.baselines) and to read dd's own output (fsb
 import math
 import re
 
-from fsbench.measurement.rows import flags_for
+from fsbench.toolkit import flags
 from fsbench.toolkit.sizes import parse_size
 
 # dd's closing line: GNU `N bytes (21 GB, 20 GiB) copied, 68.929 s, 312 MB/s`, older GNU and BusyBox
@@ -157,9 +157,9 @@ def parse_dd_log(text: str) -> list[dict]:
         expected = count if "count_bytes" in iflags else count * bs if count and bs else None
         durable = run["real"] if run["real"] is not None else run["seconds"]
         row = {"bytes": run["bytes"], "seconds": run["seconds"], "seconds_durable": durable, "op": op}
-        flags = [f for f in flags_for({**row, "cached_before": math.nan}, expected or run["bytes"]).split(";") if f]
+        doubts = flags.parse(flags.doubts({**row, "cached_before": math.nan}, expected or run["bytes"]))
         if any(r and r[1] for r in (run["records_in"], run["records_out"])):
-            flags.append("partial-records")
+            doubts.append(flags.PARTIAL_RECORDS)
         run.update(
             bs=bs,
             count=count,
@@ -170,6 +170,6 @@ def parse_dd_log(text: str) -> list[dict]:
             expected_bytes=expected,
             seconds_durable=durable,
             direct="direct" in iflags + oflags,
-            flags=";".join(flags),
+            flags=flags.join(doubts),
         )
     return runs

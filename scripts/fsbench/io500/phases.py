@@ -4,6 +4,8 @@ score, and what makes a phase not valid for the list. Follows github.com/IO500/i
 import math
 from dataclasses import dataclass
 
+from fsbench.campaign import config
+
 # The run order of io500.sh / src/main.c.
 PHASES = (
     "ior-easy-write",
@@ -28,8 +30,10 @@ MADE_BY = {p: f"{p.rsplit('-', 1)[0]}-write" for p in PHASES if p not in WRITES 
 READS = ("ior-easy-read", "mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-hard-read")
 COLD = READS + ("find", "mdtest-easy-delete", "mdtest-hard-delete")  # caches dropped before these
 
-IOR_HARD_TRANSFER = 47008  # fixed by the list: bytes per transfer of ior-hard
-MDTEST_HARD_BYTES = 3901  # fixed by the list: bytes of each mdtest-hard file
+# Fixed by the list: bytes per transfer of ior-hard, bytes of each mdtest-hard file (the campaign's space check
+# needs them too).
+IOR_HARD_TRANSFER = config.IOR_HARD_TRANSFER
+MDTEST_HARD_BYTES = config.MDTEST_HARD_BYTES
 LIST_STONEWALL = 300  # seconds a write phase must run for the list
 GIB = 2**30
 

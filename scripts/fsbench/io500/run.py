@@ -182,8 +182,10 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
 
 def _find(root: Path, rank: int, nprocs: int) -> int:
     """fsbench's walker: this rank's share of the names (its own easy directory; rank 0 also the shared hard
-    directory), counted by scandir, as `find -type f` would."""
-    tops = [root / "mdtest-easy" / f"rank{rank}"] + ([root / "mdtest-hard"] if rank == 0 else [])
+    directory and the ior folders), counted by scandir, as `find -type f` would. Like IO500's pfind, whose rate
+    is the files it looked at (ior's too) over its time."""
+    tops = [root / "mdtest-easy" / f"rank{rank}"]
+    tops += [root / "mdtest-hard", root / "ior-easy", root / "ior-hard"] if rank == 0 else []
     count, todo = 0, list(tops)
     while todo:
         with os.scandir(todo.pop()) as entries:

@@ -24,9 +24,8 @@ from fsbench.engines.job import aggregate
 from fsbench.measurement.judgement import series_of
 from fsbench.measurement.measure import measure_read, measure_write
 from fsbench.measurement.record import measurement_record
-from fsbench.measurement.rows import with_flags
 from fsbench.storage import arrays, devices
-from fsbench.toolkit import timeseries
+from fsbench.toolkit import flags, timeseries
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.system import ToolError, run
 
@@ -73,12 +72,33 @@ def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str
     time.sleep(max(0.0, start_at - time.time()))
     if op == "write":
         record = measure_write(arrays.Target(state), cell, workdir)
+    elif cell.read_from == "other":  # IOR -C: host i reads what host i+1 wrote, from its own client
+        other = cell.hosts[(cell.hosts.index(host) + 1) % len(cell.hosts)]
+        if cell.shared_by_hosts:
+            cell = replace(cell, slot_base=cell.hosts.index(other) * cell.streams)
+        written = read_json(Path(record_dir) / f"{other}-write.json")
+        record = measure_read(written, cell, workdir, other_host=other if other != host else None)
     else:
         record = measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
-        devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
     record["row"]["host"] = f"{host}@{ALL_HOSTS}"
     write_json(Path(record_dir) / f"{host}-{op}.json", record)
+    if op == "read":
+        if cell.read_from == "other" and not cell.shared_by_hosts:
+            _wait_for_reads(cell.hosts, Path(record_dir))  # another host reads this host's files: let it finish
+        devices.release(workdir)  # the host's data folder goes once its files are read (and deleted)
     return record["row"]
+
+
+READ_WAIT_S = 3600.0  # the most a part waits for the others' reads (srun kills every part when one fails)
+
+
+def _wait_for_reads(hosts, record_dir: Path) -> None:
+    """Until every host's read record is there (each written once that host's read is done)."""
+    deadline = time.time() + READ_WAIT_S
+    while not all((record_dir / f"{h}-read.json").exists() for h in hosts):
+        if time.time() > deadline:
+            raise devices.DeviceError(f"the other hosts' reads did not finish within {READ_WAIT_S:.0f} s")
+        time.sleep(0.1)
 
 
 def part_argv(hosts: list[str], args: list[str], command: str = "part") -> list[str]:
@@ -121,6 +141,8 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     record_dir.mkdir(parents=True, exist_ok=True)
     if cell.shared_file:
         cell = _share(cell, hosts, op, scratch)
+    elif cell.read_from == "other":
+        cell = replace(cell, hosts=tuple(hosts))  # each part finds the next host's write among them
     spec = record_dir / "cell.json"
     spec.write_text(json.dumps(cell.as_record()))
     for host in hosts:
@@ -145,7 +167,7 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     per_host = by_host(hosts, parts)
     for row, host in zip(rows, hosts, strict=True):
         if per_host["hosts"][host].get("straggler"):
-            row["flags"] = with_flags(row["flags"], ["straggler"])
+            row["flags"] = flags.add(row["flags"], [flags.STRAGGLER])
     target = arrays.Target.from_record(parts[0]["setup"])
     # Time-based: each part's read checked that it covered what its write moved (its own row's flags).
     result["expected_bytes"] = None if cell.runtime else cell.size * cell.streams * len(hosts)

@@ -59,15 +59,16 @@ def head(stream: Stream) -> str:
         os.close(fd)
 
 
-def check_identity(stream: Stream, ident: dict) -> None:
-    """The file (or device region) must be the one the write made: same inode and size, same first bytes."""
+def check_identity(stream: Stream, ident: dict, other_client: bool = False) -> None:
+    """The file (or device region) must be the one the write made: same inode and size, same first bytes. Read
+    from another host's client (other_client), st_dev is that client's number for the mount: not compared."""
     problems = []
     if not os.path.exists(stream.path):
         problems.append("it is gone")
     else:
         st = os.stat(stream.path)
-        if not stream.device and (st.st_dev, st.st_ino, st.st_size) != (
-            ident["st_dev"],
+        if not stream.device and (st.st_dev if not other_client else None, st.st_ino, st.st_size) != (
+            ident["st_dev"] if not other_client else None,
             ident["st_ino"],
             ident["size"],
         ):

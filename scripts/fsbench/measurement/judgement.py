@@ -2,7 +2,7 @@
 state), and the flags that judgement gives its row."""
 
 from fsbench.campaign.cells import CellSpec
-from fsbench.toolkit import timeseries
+from fsbench.toolkit import flags, timeseries
 
 
 def series_of(cell: CellSpec, result: dict) -> dict:
@@ -22,9 +22,9 @@ def judged_series(result: dict, log_interval=None, drop=None, steady=None) -> di
 
 
 def series_flags(ts: dict) -> list[str]:
-    """drop and not-steady, from the series' judgement."""
+    """drop and not-steady (fsbench.toolkit.flags), from the series' judgement."""
     judged = ts.get("judged", {})
-    found = ["drop"] if judged.get("drop") else []
+    found = [flags.DROP] if judged.get("drop") else []
     if "steady" in judged and not judged["steady"]["steady"]:
-        found.append("not-steady")
+        found.append(flags.NOT_STEADY)
     return found

@@ -9,21 +9,21 @@ Every function checks that the target is in the state the cell needs before it t
 import errno
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from fsbench.campaign.cells import MIXED, CellSpec
-from fsbench.engines import metadata
+from fsbench.engines import metadata, table
 from fsbench.engines.job import Job
-from fsbench.engines.registry import run_engine, run_mixed
 from fsbench.measurement import provenance
 from fsbench.measurement.cell_job import job_for
 from fsbench.measurement.cold import make_cold
 from fsbench.measurement.identity import check_identity, head, ready_for_io
 from fsbench.measurement.judgement import series_flags, series_of
 from fsbench.measurement.record import measurement_record, row_of
-from fsbench.measurement.rows import flags_for, with_flags
 from fsbench.storage import cache, devices, telemetry
 from fsbench.storage.arrays import Target
+from fsbench.toolkit import flags
 
 
 def measure_metadata(target: Target, cell: CellSpec, workdir) -> dict:
@@ -55,7 +55,7 @@ def measure_metadata(target: Target, cell: CellSpec, workdir) -> dict:
     rows = []
     for phase, figure in found["phases"].items():
         row = row_of(cell, phase, figure, target, workload="metadata")
-        row["flags"] = flags_for(row, figure["bytes"])
+        row["flags"] = flags.doubts(row, figure["bytes"])
         rows.append(row)
     return {
         "rows": rows,
@@ -99,7 +99,7 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
         )
     try:
         with telemetry.measured("write", _members(target)) as found:
-            result = run_engine(cell.engine, "write", job)
+            result = table.run(cell.engine, "write", job)
         if job.runtime:
             result["expected_bytes"] = None  # as much as the time allowed, up to io.size
         result |= telemetry.columns("write", result["bytes"], found)
@@ -130,27 +130,51 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
     return record
 
 
-def measure_read(write_record: dict, cell: CellSpec, workdir) -> dict:
-    """Read back exactly what the write made, from a cache emptied and then measured."""
+def measure_read(write_record: dict, cell: CellSpec, workdir, other_host: str | None = None) -> dict:
+    """Read back exactly what the write made, from a cache emptied and then measured. With io.read_from other:
+    on one host stream i reads what stream i+1 wrote; an all-hosts part reads `other_host`'s write record."""
     target = Target.from_record(write_record["setup"])
     ready_for_io(target, cell, workdir)
     job = job_for(target, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
-    for stream, ident in zip(job.streams, write_record["identity"], strict=True):
-        check_identity(stream, ident)
+    identity, whose = write_record["identity"], None
+    if cell.read_from == "other" and other_host is None:
+        job, identity, whose = read_other_stream(job, identity)
+    elif other_host is not None:
+        whose = [
+            {"stream": i, "read": s.path, "written_by": f"{other_host} stream {i}"} for i, s in enumerate(job.streams)
+        ]
+    for stream, ident in zip(job.streams, identity, strict=True):
+        check_identity(stream, ident, other_host is not None)
     how = make_cold(job, cell.cache, target, workdir)
-    for stream, ident in zip(job.streams, write_record["identity"], strict=True):
-        check_identity(stream, ident)  # again: a remount (cache: remount) must still find the same data
+    for stream, ident in zip(job.streams, identity, strict=True):
+        check_identity(stream, ident, other_host is not None)  # again: a remount must still find the same data
     cached = [cache.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
     if cell.pattern in MIXED:
         return _measure_mix(job, cell, target, how, cached)
     with telemetry.measured("read", _members(target)) as found:
-        result = run_engine(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
+        result = table.run(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
     if job.counts:  # what the time-based write moved
         result["expected_bytes"] = sum(job.counts) * job.block_size
     result |= telemetry.columns("read", result["bytes"], found)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
-    return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached)
+    more = {"read_from": whose} if whose else {}
+    return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached, **more)
+
+
+def read_other_stream(job: Job, identity: list) -> tuple[Job, list, list]:
+    """IOR's -C on one host: stream i reads what stream i+1 wrote (its file, region or slot, and as many blocks),
+    so that no stream reads pages it wrote itself. Returns the job, the identities in its new order, and who
+    read what."""
+    n = len(job.streams)
+    order = [(i + 1) % n for i in range(n)]
+    moved = replace(
+        job,
+        streams=tuple(job.streams[k] for k in order),
+        counts=tuple(job.counts[k] for k in order) if job.counts else (),
+    )
+    whose = [{"stream": i, "read": job.streams[k].path, "written_by": f"stream {k}"} for i, k in enumerate(order)]
+    return moved, [identity[k] for k in order], whose
 
 
 def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: list) -> dict:
@@ -158,7 +182,7 @@ def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: lis
     and op write, of the same run."""
     members = _members(target)
     with telemetry.measured("read", members) as reads, telemetry.measured("write", members) as writes:
-        found = run_mixed(cell.engine, job, cell.rwmix_read)
+        found = table.run(cell.engine, "mixed", job, cell.rwmix_read)
     total = found["read"]["bytes"] + found["write"]["bytes"]
     rows, series = [], {}
     for op, seen in (("read", reads), ("write", writes)):
@@ -169,7 +193,7 @@ def _measure_mix(job: Job, cell: CellSpec, target: Target, how: str, cached: lis
         row = row_of(cell, op, result, target)
         series[op] = series_of(cell, result)
         # a mix moves its share of the cell's bytes each way
-        row["flags"] = with_flags(flags_for(row, row["bytes"]), series_flags(series[op]))
+        row["flags"] = flags.add(flags.doubts(row, row["bytes"]), series_flags(series[op]))
         rows.append(row)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)

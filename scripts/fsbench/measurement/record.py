@@ -6,8 +6,9 @@ import socket
 from fsbench.campaign.cells import CellSpec
 from fsbench.measurement import provenance
 from fsbench.measurement.judgement import series_flags, series_of
-from fsbench.measurement.rows import COLUMNS, flags_for, rate, with_flags
+from fsbench.measurement.rows import COLUMNS, rate
 from fsbench.storage.arrays import Target
+from fsbench.toolkit import flags
 from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS
 
 
@@ -38,9 +39,9 @@ def row_of(cell: CellSpec, op: str, result: dict, target: Target, workload: str 
 
 def measurement_record(cell: CellSpec, op: str, result: dict, target: Target, **extra) -> dict:
     row = row_of(cell, op, result, target)
-    row["flags"] = flags_for(row, result.get("expected_bytes", cell.size * cell.streams), result["streams"])
+    row["flags"] = flags.doubts(row, result.get("expected_bytes", cell.size * cell.streams), result["streams"])
     ts = extra.pop("timeseries", None) or series_of(cell, result)
-    row["flags"] = with_flags(row["flags"], series_flags(ts))
+    row["flags"] = flags.add(row["flags"], series_flags(ts))
     return {
         "row": row,
         "timeseries": ts,

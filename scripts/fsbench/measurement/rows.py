@@ -1,9 +1,6 @@
-"""The measurement row: the columns of measurements.csv (docs/contract.md), the rate as dd prints it, and the flags
-that doubt a figure."""
+"""The measurement row: the columns of measurements.csv (docs/contract.md) and the rate as dd prints it (the flags that
+doubt a figure: fsbench.toolkit.flags)."""
 
-import math
-
-from fsbench.storage.telemetry import cache_hit
 from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS
 
 # Where a measurement was made; what makes two measurements the same test (besides op); the metadata test's own.
@@ -34,34 +31,13 @@ COLUMNS = [
     "flags",
 ]
 
-# Figures shorter than this are dominated by start-up and caches (IO500 wants minutes).
-SHORT_SECONDS = 1.0
-# A read that begins with more than this fraction of its file cached is not a cold read.
-CACHED_LIMIT = 0.02
+
+def rows_of(record: dict) -> list[dict]:
+    """The rows a step's record holds: its `rows` (a mix's read and write, the metadata test's phases, none for
+    a mix's layout), else its one `row`."""
+    return record["rows"] if "rows" in record else [record["row"]]
 
 
 def rate(nbytes: int, seconds: float) -> float:
     """MB/s as dd prints it: bytes / seconds / 10^6."""
     return nbytes / seconds / 1e6 if seconds > 0 else float("nan")
-
-
-def flags_for(row: dict, expected_bytes: int | None, streams: list[dict] = ()) -> str:
-    """The doubts about one figure, `;`-separated (empty when there are none). `expected_bytes` None: as many
-    as the time allowed (a time-based write); `streams` are its streams' results, which say what stopped them."""
-    flags = []
-    if expected_bytes is not None and row["bytes"] != expected_bytes:
-        flags.append("short-transfer")
-    if any(s.get("stopped_by") == "size" for s in streams):
-        flags.append("size-before-runtime")
-    if min(row["seconds"], row["seconds_durable"]) < SHORT_SECONDS:
-        flags.append("short")
-    if row["op"] == "read" and row["cached_before"] > CACHED_LIMIT:
-        flags.append("cached")
-    if cache_hit(row["op"], row["bytes"], row.get("device_bytes", math.nan)):
-        flags.append("cache-hit")
-    return ";".join(flags)
-
-
-def with_flags(flags: str, more: list[str]) -> str:
-    """`flags` (`;`-separated) with `more` appended."""
-    return ";".join([f for f in flags.split(";") if f] + more)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from fsbench.campaign.cells import CellSpec
 from fsbench.cluster.hosts import check_host
+from fsbench.engines import table
 from fsbench.engines.job import Job, Stream
-from fsbench.engines.registry import run_engine
 from fsbench.measurement import judgement, measure, provenance
 from fsbench.measurement.rows import rate
 from fsbench.storage import arrays, devices
@@ -65,7 +65,7 @@ def precondition(spec: dict, array_spec: dict, array_record: dict, name: str, ho
         job = Job(
             tuple(Stream(d, 0, True) for d in state.devices), size, bs, pattern=spec["pattern"], direct=True, seed=k
         )
-        result = run_engine("python", "write", job)
+        result = table.run("python", "write", job)
         series = judgement.judged_series(result, log_interval)
         figure = {
             "pass": k,

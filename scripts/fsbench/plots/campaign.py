@@ -162,6 +162,14 @@ def _targets(part: pd.DataFrame) -> list:
     return list(dict.fromkeys(part["target"]))
 
 
+def _bar_panels(panels, labels, bars_per_hue: int = 1):
+    """Per row of a bar grid: (row, name, its rows, its targets, its hues in legend order, and where its bars go:
+    _positions for `bars_per_hue` bars per hue)."""
+    for row, (name, part) in enumerate(panels):
+        hues = [h for h in labels if h in set(part["hue"])]
+        yield row, name, part, _targets(part), hues, *_positions(bars_per_hue * len(hues))
+
+
 def _axis_top(bars_and_dots, whisker_ends) -> float:
     """The top of a throughput axis: set by the bars and dots (with room above them); the whiskers count only
     while they reach no further than WHISKER_ROOM times that. Longer whiskers are cut at the top (_whisker)."""
@@ -291,10 +299,7 @@ def _throughput(measurements: pd.DataFrame, summary: pd.DataFrame, comparisons: 
     # Whiskers cut at the top have their end written above the axes: the titles make room for it.
     cut = bool((summary["ci95_high"] > ymax).any())
     any_invalid = False
-    for row, (name, part) in enumerate(panels):
-        targets = _targets(part)
-        hues = [h for h in labels if h in set(part["hue"])]
-        at, width = _positions(len(hues))
+    for row, name, part, targets, hues, at, width in _bar_panels(panels, labels):
         dots = _rows_of(reps, part)
         bar_inches = panel_inches / (len(targets) + 0.2) * width
         rotate = digits * 0.62 * size / 72 > bar_inches * 0.95
@@ -390,10 +395,7 @@ def _efficiency(summary: pd.DataFrame) -> Figure | None:
     raw = summary[summary["target"] == "raw"]
     raw_invalid = {tuple(map(str, r[where])) for _, r in raw.iterrows() if cell_reasons(r.get("flags"))}
     any_invalid = False
-    for row, (name, part) in enumerate(panels):
-        targets = _targets(part)
-        hues = [h for h in labels if h in set(part["hue"])]
-        at, width = _positions(len(hues))
+    for row, name, part, targets, hues, at, width in _bar_panels(panels, labels):
         for ax, op in zip(axes[row], OPS, strict=True):
             ax.set_ylim(0, top)
             ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2)
@@ -432,13 +434,10 @@ def _durable(summary: pd.DataFrame) -> Figure | None:
         return None
     labels, colours, writes, panels, n_targets, fig, axes = _bar_grid(writes, summary, 1, bars=2, least=14)
     top = writes[["median", "median_durable"]].max().max() * 1.12  # room for the labels above the bars
-    for row, (name, part) in enumerate(panels):
+    # Per target and block size a pair: reported (solid) next to durable (hatched, lighter).
+    for row, name, part, targets, hues, at, width in _bar_panels(panels, labels, bars_per_hue=2):
         ax = axes[row][0]
         ax.set_ylim(0, top)
-        targets = _targets(part)
-        hues = [h for h in labels if h in set(part["hue"])]
-        # Per target and block size a pair: reported (solid) next to durable (hatched, lighter).
-        at, width = _positions(2 * len(hues))
         n_bars = 2 * len(part)
         for _, c in part.iterrows():
             j = 2 * hues.index(c["hue"])

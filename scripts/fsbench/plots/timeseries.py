@@ -11,7 +11,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from fsbench.analysis.stats import label_of_test, sort_rows, split_flags, varying  # noqa: E402
+from fsbench.analysis.stats import label_of_test, sort_rows, varying  # noqa: E402
+from fsbench.toolkit import flags  # noqa: E402
 
 DPI = 110
 
@@ -21,7 +22,7 @@ def _flagged(measurements: pd.DataFrame | None) -> set:
     if measurements is None or measurements.empty:
         return set()
     keys = ["host", "array", "target", "op", "pattern", "block_size", "direct", "streams", "iodepth", "rep"]
-    hit = measurements[measurements["flags"].map(lambda f: bool({"drop", "not-steady"} & set(split_flags(f))))]
+    hit = measurements[measurements["flags"].map(lambda f: bool({flags.DROP, flags.NOT_STEADY} & set(flags.parse(f))))]
     return {tuple(str(v) for v in r) for r in hit[keys].itertuples(index=False)}
 
 

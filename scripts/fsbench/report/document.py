@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from fsbench.analysis.validity import INVALIDATING
+from fsbench.toolkit.flags import INVALIDATING, MEANING
+from fsbench.toolkit.flags import name as flag_name
 
 
 def number(value) -> str:
@@ -14,17 +15,6 @@ def number(value) -> str:
     if pd.isna(value):
         return "–"
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
-
-
-# What each flag of measurements.csv says about a figure (README "How to read it").
-FLAG_MEANING = {
-    "short": "the figure took under a second: start-up and caches dominate, use a larger io.size",
-    "cached": "the read began with more than 2% of its file in the page cache",
-    "above-raw": "a filesystem faster than the bare device under it: a cache is in the way",
-    "short-transfer": "fewer bytes moved than asked",
-    "cache-hit": "the devices moved less than half of what was read: a cache (or compression) served the read",
-    "size-before-runtime": "a time-based stream wrote all of io.size before io.runtime was up: a short figure",
-}
 
 
 # The summary as blocks, rendered once as Markdown (summary.md) and once as HTML (summary.html).
@@ -52,7 +42,7 @@ class Rate:
     stopped: str = ""
     no_ci: str = ""  # why there is no CI: summary.csv's ci95_note
     unit: str = "MB/s"  # or files/s (the metadata test)
-    # the invalidating flags (fsbench.analysis.validity): not a valid figure
+    # the invalidating flags (fsbench.toolkit.flags): not a valid figure
     invalid: list[str] = field(default_factory=list)
 
     def ci(self) -> str:
@@ -168,8 +158,8 @@ def _html_cell(cell, prose: bool) -> str:
             else f"n={cell.n}, {html.escape(cell.no_ci or 'no CI')}"
         )
         flags = "".join(
-            f'<span class="flag{" invalidating" if f.split(" (")[0] in INVALIDATING else ""}" '
-            f'title="{html.escape(FLAG_MEANING.get(f.split(" (")[0], ""))}">{html.escape(f)}</span>'
+            f'<span class="flag{" invalidating" if flag_name(f) in INVALIDATING else ""}" '
+            f'title="{html.escape(MEANING.get(flag_name(f), ""))}">{html.escape(f)}</span>'
             for f in cell.flags
         )
         stop = f'<span class="stop">stopped: {html.escape(cell.stopped)}</span>' if cell.stopped else ""

@@ -21,14 +21,12 @@ from fsbench.analysis.stats import (
     is_metadata,
     label_of_test,
     sort_rows,
-    split_flags,
     truthy,
     varying,
     varying_words,
 )
-from fsbench.analysis.validity import INVALIDATING, NOT_COMPARABLE, cell_reasons
+from fsbench.analysis.validity import NOT_COMPARABLE, cell_reasons
 from fsbench.report.document import (
-    FLAG_MEANING,
     Heading,
     Para,
     Rate,
@@ -38,6 +36,8 @@ from fsbench.report.document import (
     blocks_markdown,
     number,
 )
+from fsbench.toolkit import flags as flag_names
+from fsbench.toolkit.flags import INVALIDATING, MEANING
 from fsbench.toolkit.sizes import format_size
 
 LEGEND = (
@@ -55,7 +55,7 @@ def _rate(row, stopped="") -> Rate:
         row["ci95_low"],
         row["ci95_high"],
         row["n"],
-        split_flags(row.get("flags")),
+        flag_names.parse(row.get("flags")),
         stopped,
         str(note) if pd.notna(note) else "",
         str(unit) if isinstance(unit, str) else "MB/s",
@@ -95,7 +95,7 @@ def verdict_blocks(comparisons: pd.DataFrame | None, source: str = "comparisons.
             "Verdicts, a relative to b: ratio = a's median / b's, its 95% interval and p from Welch's t-test "
             "on log(rate); faster or slower where the interval excludes 1 (p < 0.05). Writes are compared by "
             "their durable rate. Only valid figures answer: where a repeat of either side is not valid, the "
-            "comparison is not comparable (README: Valid figures)."
+            "comparison is not comparable (docs/guide.md: Valid figures)."
         )
     ]
     # The valid answers lead; those resting on a figure that is not valid follow, greyed, never as a verdict.
@@ -294,11 +294,11 @@ def _flags_said(*frames) -> list[str]:
     for frame in frames:
         if frame is not None and "flags" in frame:
             for flags in frame["flags"]:
-                for f in split_flags(flags):
-                    found.setdefault(f.split(" (")[0], None)
-    # Which flags make a figure not valid is said with each (README: Valid figures).
+                for f in flag_names.names(flags):
+                    found.setdefault(f, None)
+    # Which flags make a figure not valid is said with each (docs/guide.md: Valid figures).
     return [
-        f"{f}: {FLAG_MEANING.get(f, 'see measurements.csv')}{' (not valid)' if f in INVALIDATING else ' (a warning)'}"
+        f"{f}: {MEANING.get(f, 'see measurements.csv')}{' (not valid)' if f in INVALIDATING else ' (a warning)'}"
         for f in found
     ]
 

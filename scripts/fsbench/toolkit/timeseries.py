@@ -176,14 +176,6 @@ def steady(ts: dict, window: int = 5, range_: float = 0.20, slope: float = 0.10)
     }
 
 
-def flags(ts: dict, drop_share: float = DROP_SHARE, steady_check: dict | None = None) -> list[str]:
-    """The series' doubts about its figure: drop; not-steady where `steady_check` (io.steady) is given."""
-    found = ["drop"] if drop(ts, drop_share) else []
-    if steady_check is not None and ts and not steady(ts, **_steady_args(steady_check))["steady"]:
-        found.append("not-steady")
-    return found
-
-
 def _steady_args(check: dict) -> dict:
     check = STEADY | check
     return {"window": check["window"], "range_": check["range"], "slope": check["slope"]}

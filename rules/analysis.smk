@@ -29,31 +29,31 @@ rule aggregate:
     output:
         measurements=report(
             f"{RESULTS}/measurements.csv",
-            caption="../report/measurements.rst",
+            caption="../captions/measurements.rst",
             category="Tables",
         ),
         summary=report(
             f"{RESULTS}/summary.csv",
-            caption="../report/summary.rst",
+            caption="../captions/summary.rst",
             category="Tables",
         ),
         # Verdicts: each filesystem against raw and the others, each block size against the next (fsbench.analysis.compare).
         comparisons=report(
             f"{RESULTS}/comparisons.csv",
-            caption="../report/comparisons.rst",
+            caption="../captions/comparisons.rst",
             category="Tables",
         ),
         # Every measurement's bytes and operations per interval (fsbench.analysis.timeseries_table).
         timeseries=report(
             f"{RESULTS}/timeseries.csv",
-            caption="../report/timeseries_csv.rst",
+            caption="../captions/timeseries_csv.rst",
             category="Tables",
         ),
         markdown=f"{RESULTS}/summary.md",
         # summary.md's tables as a page: the report shows an .html item inline, a .csv only as a download.
         html=report(
             f"{RESULTS}/summary.html",
-            caption="../report/summary_html.rst",
+            caption="../captions/summary_html.rst",
             category="Tables",
         ),
     log:
@@ -94,7 +94,7 @@ rule provenance:
     output:
         report(
             f"{RESULTS}/provenance.json",
-            caption="../report/provenance.rst",
+            caption="../captions/provenance.rst",
             category="Provenance",
         ),
     log:
@@ -130,7 +130,9 @@ rule compare:
         earlier=earlier_files(),
     output:
         markdown=report(
-            f"{RESULTS}/compare.md", caption="../report/compare.rst", category="Tables"
+            f"{RESULTS}/compare.md",
+            caption="../captions/compare.rst",
+            category="Tables",
         ),
         table=f"{RESULTS}/compare.csv",
     log:
@@ -153,7 +155,9 @@ rule history:
     output:
         record=f"{RESULTS}/history.json",
         trends=report(
-            f"{RESULTS}/trends.html", caption="../report/trends.rst", category="Trends"
+            f"{RESULTS}/trends.html",
+            caption="../captions/trends.rst",
+            category="Trends",
         ),
     log:
         f"{RESULTS}/logs/history.log",
