@@ -343,6 +343,9 @@ def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
     taken = [node for node in extra_nodes(n) if Path(f"/run/netns/{node}").exists()]
     if taken:
         raise Unavailable(f"another local Slurm runs: its node namespaces {', '.join(taken)} exist")
+    munged = Path("/run/munge/munged.pid").read_text().split() if Path("/run/munge/munged.pid").exists() else []
+    if munged and _alive(int(munged[0])):
+        raise Unavailable("another local Slurm runs: its munged (/run/munge/munged.pid) is running")
     install()
     for sub in ["state", "log"] + [f"spool-{node}" for node in extra_nodes(n)]:
         (base / sub).mkdir(parents=True, exist_ok=True)
@@ -361,7 +364,10 @@ def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
     shutil.chown(run_munge, "munge", "munge")
     munge_pid = run_munge / "munged.pid"  # munged runs as user munge and writes only where it may
     munge_pid.unlink(missing_ok=True)
-    subprocess.run(["runuser", "-u", "munge", "--", _which("munged"), f"--pid-file={munge_pid}"], check=True)
+    proc = subprocess.run(["runuser", "-u", "munge", "--", _which("munged"), f"--pid-file={munge_pid}"], text=True)
+    if proc.returncode != 0:  # another start got there first: undo ours (our namespaces, our link) and say so
+        stop(base)
+        raise Unavailable(f"another local Slurm runs: munged did not start (exit {proc.returncode})")
     shutil.copy(munge_pid, base / "munged.pid")
     name = config(base, 1).split("NodeName=")[1].split()[0]
     (base / f"spool-{name}").mkdir(exist_ok=True)
