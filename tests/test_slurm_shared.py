@@ -99,10 +99,15 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
         for host in (HERE, OTHER):
             part = json.loads((folder / f"{host}-{op}.json").read_text())
             assert part["machine"]["host"] == host
-            # the host's file lies in the cell's folder on the shared mount, as its own job found that mount
+            # a host writes its file in its folder on the shared mount, as its own job found that mount, and reads
+            # the other host's (io.read_from: other, the default with hosts): through its own client, unseen before
+            other = OTHER if host == HERE else HERE
             (stream,) = part["streams"]
-            assert stream["path"].startswith(f"{shared_path(workdir)}/fsbench-shared-g.all-{host}/")
+            whose = host if op == "write" else other
+            assert stream["path"].startswith(f"{shared_path(workdir)}/fsbench-shared-g.all-{whose}/")
             assert stream["bytes"] == SIZE
+            if op == "read":
+                assert [r["written_by"] for r in part["read_from"]] == [f"{other} stream 0"]
             array = json.loads((workdir / "runs" / host / "g" / "array.json").read_text())
             assert array["machine"]["host"] == host
             assert array["state"]["info"] == [
@@ -138,7 +143,9 @@ def test_every_io500_phase_has_both_hosts_and_reads_came_from_the_other(campaign
         assert "cached" not in reasons[read]  # cold: a host's own client never held the other host's data
         assert made[(write, HERE)] == made[(write, OTHER)] > 0
     find = json.loads((workdir / "runs/all/g/path/io500/rep1/find.json").read_text())
-    assert find["amount"] == 2 * 2 * (20 + 15)  # every name both hosts' processes created, seen from the shared fs
+    # every name both hosts' processes made, seen through the shared filesystem: the mdtest files, ior-easy's file
+    # per process and ior-hard's one file (IO500's find looks at ior's files too)
+    assert find["amount"] == 2 * 2 * (20 + 15 + 1) + 1 and find["valid"]
 
 
 def test_nothing_is_left_mounted_or_running(campaign):
