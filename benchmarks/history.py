@@ -1,0 +1,163 @@
+"""make bench-history: how often `history changes` cries wolf, and how soon it finds a real step.
+
+Synthetic stores judged the way `history changes` judges one call (fsbench.history.changes.judge: one test per
+series, Benjamini–Hochberg across the store's series, history_min_change 5 %):
+
+- false alarms: STORES stores of 50 flat series × 20 runs, with 3 % normal noise, and with heavy-tailed noise
+  (Student's t, 3 degrees of freedom, scaled by 3 %); a store with any alarm (regression, improvement or
+  suspected) counts once. Target: at most 5 of 100 stores.
+- a 10 % step with 3 runs after it (20 before), 3 % normal noise; found = a confirmed change at exactly that
+  run. Judged alone (a store of that one series), and in stores of 50 series of which 10 step (by ×1.1 or
+  ×1/1.1), where Benjamini–Hochberg asks more of each. Target: ≥ 90 % of the steps.
+- a 3× step: stores of 50 series × 21 runs, 10 of them stepping by ×3 or ×1/3 at the last run (20 before, 1
+  after); found = `suspected` at that run. Target: ≥ 99 %.
+
+A run's value is its median: 100 × exp(noise). Seeds: the thresholds in changes.py were chosen on seeds 0-99
+(`--choose` prints the same figures on them); the figures here come from seeds 10,000 on, never used to choose.
+SMOKE=1: 3 stores per row, the targets not checked (a test runs it so a broken benchmark fails). Otherwise the
+table is printed, written to docs/bench-history.md, and the exit status is 1 if a target is missed.
+"""
+
+import os
+import platform
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+
+from fsbench.history import changes  # noqa: E402
+
+SERIES, STEPPED, RUNS = 50, 10, 20
+NOISE = 0.03
+EVAL_SEED, CHOOSE_SEED = 10_000, 0
+
+
+def noise(rng, shape, heavy: bool) -> np.ndarray:
+    return NOISE * (rng.standard_t(3, shape) if heavy else rng.standard_normal(shape))
+
+
+def flat_store(rng, heavy: bool) -> bool:
+    values = 100 * np.exp(noise(rng, (SERIES, RUNS), heavy))
+    return any(changes.judge(list(values)))
+
+
+def step_store(rng, factor: float, after: int) -> tuple[int, int, int]:
+    """(found, stepped, false alarms on the flat series) of one store with STEPPED stepping series."""
+    values = 100 * np.exp(noise(rng, (SERIES, RUNS + after), False))
+    signs = rng.choice([-1, 1], STEPPED)
+    for i, s in enumerate(signs):
+        values[i, RUNS:] *= factor**s
+    judged = changes.judge(list(values))
+    want_confirmed = after >= changes.MIN_SIZE
+    found = sum(any(c.index == RUNS and c.confirmed == want_confirmed for c in judged[i]) for i in range(STEPPED))
+    alarms = sum(bool(j) for j in judged[STEPPED:])
+    return found, STEPPED, alarms
+
+
+def alone(rng, factor: float, after: int) -> bool:
+    values = 100 * np.exp(noise(rng, RUNS + after, False))
+    values[RUNS:] *= factor ** rng.choice([-1, 1])
+    return any(c.index == RUNS and c.confirmed for c in changes.find(values))
+
+
+def table(stores: int, seed: int) -> list[dict]:
+    rows = []
+    for name, heavy in (("flat, 3 % normal noise", False), ("flat, heavy-tailed noise (t3 × 3 %)", True)):
+        rng = np.random.default_rng(seed)
+        alarmed = sum(flat_store(rng, heavy) for _ in range(stores))
+        rows.append(
+            {
+                "case": name,
+                "figure": f"{alarmed} of {stores} stores with any alarm",
+                "value": alarmed / stores,
+                "target": "≤ 5 %",
+                "ok": alarmed / stores <= 0.05,
+            }
+        )
+    rng = np.random.default_rng(seed + 2)
+    found = sum(alone(rng, 1.1, 3) for _ in range(stores * STEPPED))
+    rows.append(
+        {
+            "case": "10 % step, 3 runs after it, judged alone (confirmed at its run)",
+            "figure": f"{found} of {stores * STEPPED} steps found",
+            "value": found / (stores * STEPPED),
+            "target": "≥ 90%",
+            "ok": found / (stores * STEPPED) >= 0.9,
+        }
+    )
+    for name, factor, after, target in (
+        ("10 % step, 3 runs after it, 10 of 50 series of a store (confirmed at its run)", 1.1, 3, 0.90),
+        ("3× step, 1 run after it (suspected at its run)", 3.0, 1, 0.99),
+    ):
+        rng = np.random.default_rng(seed + 1)
+        found = total = alarms = 0
+        for _ in range(stores):
+            f, t, a = step_store(rng, factor, after)
+            found, total, alarms = found + f, total + t, alarms + a
+        rows.append(
+            {
+                "case": name,
+                "figure": f"{found} of {total} steps found ({alarms} alarms on {stores * 40} flat series)",
+                "value": found / total,
+                "target": f"≥ {target:.0%}",
+                "ok": found / total >= target,
+            }
+        )
+    return rows
+
+
+def markdown(rows: list[dict], stores: int, seed: int, seconds: float) -> str:
+    lines = [
+        "# make bench-history",
+        "",
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}, {stores} stores per row, seeds from {seed} "
+        f"(never used to choose a threshold), {seconds:.0f} s. Method: benchmarks/history.py's docstring and "
+        "fsbench/history/changes.py's.",
+        "",
+        "| case | figure | share | target | met |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['case']} | {r['figure']} | {r['value']:.1%} | {r['target']} | {'yes' if r['ok'] else 'NO'} |"
+        for r in rows
+    ]
+    thresholds = (
+        f"FDR {changes.FDR}, SUSPECT_SIGMAS {changes.SUSPECT_SIGMAS}, MIN_SIZE {changes.MIN_SIZE}, "
+        f"min change {changes.MIN_CHANGE:.0%}"
+    )
+    notes = [
+        "",
+        f"Thresholds: {thresholds}.",
+        "",
+        "Reading it (2026-12-05): on the seeds the thresholds were chosen on (0-99, `--choose`) the same rows gave",
+        "1, 13, 874/1000, 776/1000 and 994/1000: heavy-tailed noise sits near its target (100 stores measure a",
+        "share of 5 % to about ±2-3 %), and the 10 % step with only 3 runs after it is found at its run in ~88 % of",
+        "series judged alone and ~78 % of those in a store of 50 (Benjamini–Hochberg asks more of each there), short",
+        "of the 90 % asked: about a third of the misses are cut one run early (a high run just before the step), the",
+        "rest not significant yet (a fourth run after the step was not measured).",
+        "",
+    ]
+    return "\n".join([*lines, *notes])
+
+
+def main() -> int:
+    smoke = os.environ.get("SMOKE") == "1"
+    choose = "--choose" in sys.argv
+    stores = 3 if smoke else 100
+    seed = CHOOSE_SEED if choose else EVAL_SEED
+    t0 = time.perf_counter()
+    rows = table(stores, seed)
+    text = markdown(rows, stores, seed, time.perf_counter() - t0)
+    print(text)
+    if smoke or choose:
+        return 0
+    (Path(__file__).resolve().parents[1] / "docs" / "bench-history.md").write_text(text)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
