@@ -4,7 +4,7 @@ SNAKEMAKE := .venv/bin/snakemake
 CORES ?= 2
 CAMPAIGN ?= config/config.yaml
 
-.PHONY: setup bench test lint release report bench-engines bench-dag bench-cluster bench-history
+.PHONY: setup bench test lint release report bench-engines bench-dag bench-cluster bench-history bench-peers
 
 setup:
 	@tools/setup.sh
@@ -56,3 +56,10 @@ bench-history: setup
 # keeps it in docs/bench-cluster.md.
 bench-cluster: setup
 	flock /tmp/fsbench-slurm.lock .venv/bin/python benchmarks/cluster.py
+
+# fsbench against IOR and mdtest (built out of tree from ../shared/peers by tools/peers.py) with the same parameters
+# on the same storage: a RAM-backed ext4 and the test cluster's GlusterFS volume (which takes
+# /tmp/fsbench-slurm.lock while it runs); paired rounds. Keeps the table in docs/bench-peers.md. SMOKE=1: tiny
+# sizes, one round, ext4 only, nothing written.
+bench-peers: setup
+	.venv/bin/python benchmarks/peers.py

@@ -208,27 +208,63 @@ SLURM_PROFILE = [
 ]
 
 
+SLURM_LOCK = Path("/tmp/fsbench-slurm.lock")  # one local Slurm per machine: whoever starts one holds this
+
+
 @contextmanager
-def slurm_cluster(base: Path, nodes: int = 1):
-    """A real Slurm of `nodes` nodes (tools/slurm_local.py), or a skip saying why there is none; afterwards
-    every daemon and namespace it started is stopped, and the daemons' processes are gone."""
+def slurm_lock(wait: float = 1800):
+    """Hold SLURM_LOCK (flock) for the body; a skip if another holder keeps it longer than `wait` seconds."""
+    import fcntl
+
+    with SLURM_LOCK.open("a") as lock:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.skip(f"{SLURM_LOCK} held by another local Slurm for {wait:.0f} s")
+                time.sleep(1)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextmanager
+def slurm_cluster(base: Path, nodes: int = 1, shared: Path | None = None):
+    """A real Slurm of `nodes` nodes (tools/slurm_local.py), or a skip saying why there is none; with `shared`,
+    also a GlusterFS volume every node mounts there through a client of its own. Afterwards every daemon,
+    mount and namespace it started is stopped, and the daemons' processes are gone."""
     sys.path.insert(0, str(REPO / "tools"))
     import slurm_local
 
-    try:
-        env = slurm_local.start(base, nodes)
-    except slurm_local.Unavailable as e:
-        pytest.skip(f"no {nodes}-node Slurm here: {e}")
-    try:
-        yield env
-    finally:
-        stopped = slurm_local.stop(base)
-        namespaces = [f"netns {node}" for node in slurm_local.extra_nodes(nodes)]
-        assert len(stopped) == nodes + 2 + len(namespaces) and set(namespaces) <= set(stopped), stopped
-        for line in stopped:
-            if not line.startswith("netns "):
-                pid = int(line.split("(")[1].rstrip(")"))
-                assert not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    with slurm_lock():
+        deadline = time.monotonic() + 1200
+        while True:
+            try:
+                env = slurm_local.start(base, nodes, shared)
+                break
+            except slurm_local.Unavailable as e:
+                # one started without the lock (an older fixture): wait for it to go, as the lock would have
+                if "another local Slurm runs" in str(e) and time.monotonic() < deadline:
+                    time.sleep(0.5)  # often: runs without the lock start their next cluster within a second
+                    continue
+                pytest.skip(f"no {nodes}-node Slurm{' with a shared filesystem' if shared else ''} here: {e}")
+        try:
+            yield env
+        finally:
+            stopped = slurm_local.stop(base)
+            namespaces = [f"netns {node}" for node in slurm_local.extra_nodes(nodes)]
+            expected = nodes + 2 + len(namespaces)
+            if shared is not None:  # a client per node, the brick, glusterd, a mount namespace per extra node
+                expected += nodes + 2 + len(namespaces)
+            assert len(stopped) == expected and set(namespaces) <= set(stopped), stopped
+            for line in stopped:
+                if "(" in line:
+                    pid = int(line.split("(")[1].rstrip(")"))
+                    assert not os.path.exists(f"/proc/{pid}") or proc_state(pid) == "Z", line
 
 
 # The kernel's block-I/O throttle (cgroup v1 blkio, root group): holds a loop device at a set rate, so that
