@@ -18,7 +18,7 @@ report: setup
 	$(SNAKEMAKE) --cores 1 --configfile $(CAMPAIGN) --report $$(PYTHONPATH=scripts .venv/bin/python -m fsbench results $(CAMPAIGN))/report.html
 
 test: setup
-	.venv/bin/pytest -q tests
+	.venv/bin/pytest -q -rs tests
 
 lint: setup
 	.venv/bin/ruff check scripts tests benchmarks

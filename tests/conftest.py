@@ -24,7 +24,57 @@ from fsbench.storage import devices  # noqa: E402
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
 SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices, mkfs and mount need root")
+# What some tests need from the machine. A test without it skips, saying why; a capability named in
+# FSBENCH_REQUIRE (comma-separated, or `all`) fails it instead, so CI on a machine that has it cannot pass without.
+CAPABILITIES = ("root", "slurm", "postgres", "chromium", "throttle", "io_uring")
+
+
+def required() -> set[str]:
+    names = {n.strip() for n in os.environ.get("FSBENCH_REQUIRE", "").split(",") if n.strip()}
+    if "all" in names:
+        return set(CAPABILITIES)
+    if unknown := names - set(CAPABILITIES):
+        raise pytest.UsageError(
+            f"FSBENCH_REQUIRE={os.environ['FSBENCH_REQUIRE']!r}: unknown {sorted(unknown)}; "
+            f"allowed: {', '.join(CAPABILITIES)} or all"
+        )
+    return names
+
+
+def pytest_configure(config):
+    required()  # a misspelt name stops the run before any test
+    config.addinivalue_line("markers", "needs(capability): the test needs it (see CAPABILITIES)")
+
+
+def missing(capability: str, reason: str):
+    """`capability` is not here (`reason`): fail the test if FSBENCH_REQUIRE names it, else skip it."""
+    assert capability in CAPABILITIES, capability
+    if capability in required():
+        pytest.fail(f"{capability} is required (FSBENCH_REQUIRE) but missing: {reason}", pytrace=False)
+    pytest.skip(f"{capability}: {reason}")
+
+
+def why_missing(capability: str) -> str | None:
+    """Why `capability` is not here, None when it is (the checks that need no test to run first)."""
+    if capability in ("root", "throttle") and os.geteuid() != 0:
+        return "loop devices, mkfs, mount and cgroups need root"
+    if capability == "throttle":
+        return slow_unavailable()
+    if capability == "io_uring":
+        from fsbench.engines.uring import why_unavailable
+
+        return why_unavailable()
+    return None
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("needs"):
+        for capability in mark.args:
+            if reason := why_missing(capability):
+                missing(capability, reason)
+
+
+needs_root = pytest.mark.needs("root")
 
 
 def held(scratch) -> list[str]:
@@ -210,7 +260,7 @@ SLURM_PROFILE = [
 
 @contextmanager
 def slurm_cluster(base: Path, nodes: int = 1):
-    """A real Slurm of `nodes` nodes (tools/slurm_local.py), or a skip saying why there is none; afterwards
+    """A real Slurm of `nodes` nodes (tools/slurm_local.py), or `missing` saying why there is none; afterwards
     every daemon and namespace it started is stopped, and the daemons' processes are gone."""
     sys.path.insert(0, str(REPO / "tools"))
     import slurm_local
@@ -218,7 +268,7 @@ def slurm_cluster(base: Path, nodes: int = 1):
     try:
         env = slurm_local.start(base, nodes)
     except slurm_local.Unavailable as e:
-        pytest.skip(f"no {nodes}-node Slurm here: {e}")
+        missing("slurm", f"no {nodes}-node Slurm here: {e}")
     try:
         yield env
     finally:
@@ -235,9 +285,11 @@ def slurm_cluster(base: Path, nodes: int = 1):
 # a test can make a device noisy, or keep a write under way for as long as it needs.
 BLKIO = Path("/sys/fs/cgroup/blkio")
 LIMITS = [BLKIO / "blkio.throttle.write_bps_device", BLKIO / "blkio.throttle.read_bps_device"]
-needs_throttle = pytest.mark.skipif(
-    not all(p.exists() for p in LIMITS), reason="needs the cgroup v1 blkio throttle (to hold a device's rate)"
-)
+needs_throttle = pytest.mark.needs("throttle")
+
+
+def slow_unavailable() -> str | None:
+    return None if all(p.exists() for p in LIMITS) else "needs the cgroup v1 blkio throttle (to hold a device's rate)"
 
 
 def loop_devices_under(folder: Path) -> list[str]:
@@ -379,9 +431,9 @@ def postgres(tmp_path):
 
     bin_dir = postgres_bin()
     if bin_dir is None:
-        pytest.skip("no PostgreSQL (apt-get install postgresql): `make setup` installs it")
+        missing("postgres", "no PostgreSQL (apt-get install postgresql): `make setup` installs it")
     if os.geteuid() != 0:
-        pytest.skip("starting a PostgreSQL server as the postgres user needs root")
+        missing("postgres", "starting a PostgreSQL server as the postgres user needs root")
     user = pwd.getpwnam("postgres")
     root = Path("/var/tmp/fsbench-pg") / uuid.uuid4().hex[:12]
     data, sock = root / "data", root / "sock"

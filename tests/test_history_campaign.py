@@ -17,7 +17,7 @@ from browser import Browser, find_browser
 
 from fsbench.storage import devices
 
-from conftest import BLKIO, REPO, SNAKEMAKE, MiB, needs_root, needs_throttle
+from conftest import BLKIO, REPO, SNAKEMAKE, MiB, missing, needs_root, needs_throttle
 
 pytestmark = [needs_root, needs_throttle, pytest.mark.e2e]
 
@@ -129,7 +129,7 @@ def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_pat
 def check_page_in_browser(page: Path, tmp_path: Path):
     exe = find_browser()
     if exe is None:
-        pytest.skip("no Chromium found (apt-get install chromium, or set FSBENCH_BROWSER)")
+        missing("chromium", "no Chromium found (apt-get install chromium, or set FSBENCH_BROWSER)")
     with Browser(exe, tmp_path / "profile", failure_shot=tmp_path / "failure.png") as b:
         b.open(page.as_uri())
         panels = b.wait_for(
