@@ -1,11 +1,11 @@
 """Shared fixtures: a private scratch folder per test that is always released, and a campaign runner."""
 
+import fcntl
 import os
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from contextlib import contextmanager, suppress
@@ -17,6 +17,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
+
+import slowdev  # noqa: E402
 
 from fsbench.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
@@ -258,6 +260,36 @@ SLURM_PROFILE = [
 ]
 
 
+SLURM_LOCK = Path("/tmp/fsbench-slurm.lock")  # one local Slurm per machine (tools/slurm_local.py)
+
+
+def lock_held_above() -> bool:
+    """Whether a process this one descends from holds SLURM_LOCK (pytest run under `flock SLURM_LOCK ...`)."""
+    try:
+        inode = SLURM_LOCK.stat().st_ino
+        locks = Path("/proc/locks").read_text().splitlines()
+    except FileNotFoundError:
+        return False
+    holders = {int(f[4]) for f in map(str.split, locks) if "FLOCK" in f and f[5].endswith(f":{inode}")}
+    pid = os.getppid()
+    while pid > 1:
+        if pid in holders:
+            return True
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return False
+
+
+@contextmanager
+def slurm_lock():
+    """SLURM_LOCK held while the body runs (waiting for whoever holds it), unless an ancestor already holds it."""
+    if lock_held_above():
+        yield
+        return
+    with SLURM_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @contextmanager
 def slurm_cluster(base: Path, nodes: int = 1):
     """A real Slurm of `nodes` nodes (tools/slurm_local.py), or `missing` saying why there is none; afterwards
@@ -265,81 +297,44 @@ def slurm_cluster(base: Path, nodes: int = 1):
     sys.path.insert(0, str(REPO / "tools"))
     import slurm_local
 
-    try:
-        env = slurm_local.start(base, nodes)
-    except slurm_local.Unavailable as e:
-        missing("slurm", f"no {nodes}-node Slurm here: {e}")
-    try:
-        yield env
-    finally:
-        stopped = slurm_local.stop(base)
-        namespaces = [f"netns {node}" for node in slurm_local.extra_nodes(nodes)]
-        assert len(stopped) == nodes + 2 + len(namespaces) and set(namespaces) <= set(stopped), stopped
-        for line in stopped:
-            if not line.startswith("netns "):
-                pid = int(line.split("(")[1].rstrip(")"))
-                assert not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    with slurm_lock():
+        try:
+            env = slurm_local.start(base, nodes)
+        except slurm_local.Unavailable as e:
+            missing("slurm", f"no {nodes}-node Slurm here: {e}")
+        try:
+            yield env
+        finally:
+            stopped = slurm_local.stop(base)
+        check_stopped(stopped, nodes)
 
 
-# The kernel's block-I/O throttle (cgroup v1 blkio, root group): holds a loop device at a set rate, so that
-# a test can make a device noisy, or keep a write under way for as long as it needs.
-BLKIO = Path("/sys/fs/cgroup/blkio")
-LIMITS = [BLKIO / "blkio.throttle.write_bps_device", BLKIO / "blkio.throttle.read_bps_device"]
+def check_stopped(stopped: list[str], nodes: int) -> None:
+    """slurm_local.stop's answer: every daemon and namespace it started is stopped, and the daemons are gone."""
+    import slurm_local
+
+    namespaces = [f"netns {node}" for node in slurm_local.extra_nodes(nodes)]
+    assert len(stopped) == nodes + 2 + len(namespaces) and set(namespaces) <= set(stopped), stopped
+    for line in stopped:
+        if not line.startswith("netns "):
+            pid = int(line.split("(")[1].rstrip(")"))
+            assert not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+# The tests' one throttle: a block device of a test's own held at a rate it can change while it runs
+# (tests/slowdev.py: the cgroup v1 blkio throttle where there is one, else a loop device over a paced FUSE file).
 needs_throttle = pytest.mark.needs("throttle")
 
 
 def slow_unavailable() -> str | None:
-    return None if all(p.exists() for p in LIMITS) else "needs the cgroup v1 blkio throttle (to hold a device's rate)"
+    return slowdev.unavailable()
 
 
-def loop_devices_under(folder: Path) -> list[str]:
-    """MAJ:MIN of every loop device whose backing file lies under `folder`."""
-    found = []
-    for dev in Path("/sys/block").glob("loop*"):
-        backing = dev / "loop" / "backing_file"
-        if backing.exists() and backing.read_text().strip().startswith(str(folder) + "/"):
-            found.append((dev / "dev").read_text().strip())
-    return found
-
-
-def all_loop_devices() -> list[str]:
-    """MAJ:MIN of every loop device the kernel has made so far (attached or free)."""
-    return [(dev / "dev").read_text().strip() for dev in Path("/sys/block").glob("loop*")]
-
-
-def throttle(dev: str, rate: int) -> None:
-    for limit in LIMITS:
-        limit.write_text(f"{dev} {rate}\n")  # 0 removes the limit
-
-
-@contextmanager
-def loop_devices_held(rate: int):
-    """Every loop device, and any made while the body runs, held at `rate` bytes/s (reads and writes); the limits
-    are gone afterwards. A campaign takes the first free loop device: one is made (losetup -f) and held back with
-    the others before the body starts. Another program on this machine may still take it first, or lift the
-    (machine-wide) limits: every device is held back again every 20 ms while the body lasts."""
-    subprocess.run(["losetup", "-f"], check=True, capture_output=True)
-    loops = set(all_loop_devices())
-    for dev in loops:
-        throttle(dev, rate)
-    stop = threading.Event()
-
-    def hold_new_devices():
-        while not stop.wait(0.02):
-            loops.update(all_loop_devices())
-            held_back = {line.split()[0] for line in LIMITS[0].read_text().splitlines() if line.strip()}
-            for dev in loops - held_back:  # only where the limit is missing: setting it again restarts it
-                throttle(dev, rate)
-
-    watcher = threading.Thread(target=hold_new_devices)
-    watcher.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        watcher.join()
-        for dev in loops:
-            throttle(dev, 0)
+def slow_device(folder: Path, size: int, rate: int):
+    """A SlowDevice (.dev, .set_rate) of `size` bytes at `rate` bytes/s, its files under `folder`."""
+    if reason := slow_unavailable():
+        missing("throttle", reason)
+    return slowdev.slow_device(folder, size, rate)
 
 
 def proc_state(pid: int) -> str | None:

@@ -1,5 +1,5 @@
 """History as a new user meets it: six runs of a small campaign under six names, on one device, into one store;
-the last three with the device slowed from outside (a blkio throttle the config cannot see, as a firmware
+the last three with the device slowed from outside (the tests' throttle, which the config cannot see, as a firmware
 regression would be). `history changes` must find exactly that, for raw and the filesystem, writes and reads, in
 the SQLite store and in a PostgreSQL one; the trend page must show it in a real browser."""
 
@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -15,9 +14,7 @@ import pytest
 import yaml
 from browser import Browser, find_browser
 
-from fsbench.storage import devices
-
-from conftest import BLKIO, REPO, SNAKEMAKE, MiB, missing, needs_root, needs_throttle
+from conftest import REPO, SNAKEMAKE, MiB, missing, needs_root, needs_throttle, slow_device
 
 pytestmark = [needs_root, needs_throttle, pytest.mark.e2e]
 
@@ -28,28 +25,7 @@ FAST, SLOW = 16 * 10**6, 5 * 10**6
 NAMES = [f"nvme-2026-{m:02d}" for m in range(7, 13)]
 
 
-class Cgroup:
-    """A blkio cgroup of this test's own: processes started in it (and their children) meet its limits;
-    nothing else on the machine does."""
-
-    def __init__(self):
-        self.path = BLKIO / f"fsbench-test-{uuid.uuid4().hex[:8]}"
-        self.path.mkdir()
-
-    def limit(self, dev: str, rate: int) -> None:
-        for name in ("blkio.throttle.write_bps_device", "blkio.throttle.read_bps_device"):
-            (self.path / name).write_text(f"{dev} {rate}\n")
-
-    def enter(self):  # preexec_fn: the child joins before it execs
-        (self.path / "cgroup.procs").write_text("0")
-
-    def remove(self):
-        for pid in (self.path / "cgroup.procs").read_text().split():  # leftovers go back to the root group
-            (BLKIO / "cgroup.procs").write_text(pid)
-        self.path.rmdir()
-
-
-def campaign(workdir: Path, name: str, disk: str, scratch: Path, cgroup: Cgroup, **extra):
+def campaign(workdir: Path, name: str, disk: str, scratch: Path, **extra):
     config = {
         "campaign": name,
         "scratch": str(scratch / "c"),
@@ -61,7 +37,7 @@ def campaign(workdir: Path, name: str, disk: str, scratch: Path, cgroup: Cgroup,
     cfg = workdir / f"{name}.yaml"
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", "--configfile", cfg]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, preexec_fn=cgroup.enter)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{name}: snakemake failed:\n{proc.stderr[-4000:]}"
     return proc
 
@@ -85,39 +61,44 @@ def check_changes(changes: pd.DataFrame):
     assert (throughput["ratio"] < 0.5).all() and (throughput["p_value"] < 0.01).all()
 
 
-def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_path, postgres):
-    disk = devices.attach_loop_images(ram_scratch / "disks", 1, 128 * MiB)[0]
-    dev = (Path("/sys/block") / Path(disk).name / "dev").read_text().strip()
+def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_path, request):
     work = tmp_path / "work"
     work.mkdir()
-    cgroup = Cgroup()
-    try:
+    with slow_device(ram_scratch / "disk", 128 * MiB, FAST) as slow:
         for i, name in enumerate(NAMES):
-            cgroup.limit(dev, SLOW if i >= 3 else FAST)
-            campaign(work, name, disk, ram_scratch, cgroup)
-        # the same six runs into a PostgreSQL store: a changed `history` reruns only the append, nothing measures
+            slow.set_rate(SLOW if i >= 3 else FAST)
+            campaign(work, name, slow.dev, ram_scratch)
+        # The SQLite half stands without PostgreSQL; the same six runs into a PostgreSQL store then: a changed
+        # `history` reruns only the append, nothing measures.
+        check_sqlite_store(work)
+        postgres = request.getfixturevalue("postgres")
         for name in NAMES:
-            proc = campaign(work, name, disk, ram_scratch, cgroup, history=postgres)
+            proc = campaign(work, name, slow.dev, ram_scratch, history=postgres)
             assert re.search(r"rule history\b", proc.stderr) and not re.search(r"rule (mkfs|write|read)\b", proc.stderr)
-    finally:
-        cgroup.remove()
 
+    found = fsbench(
+        work, "history", "changes", "--csv", "changes-pg.csv", "--fail-on", "regression", "--store", postgres
+    )
+    assert found.returncode == 1, found.stdout + found.stderr  # a regression: CI fails
+    check_changes(pd.read_csv(work / "changes-pg.csv"))
+    sqlite_csv, pg_csv = (pd.read_csv(work / f) for f in ("changes.csv", "changes-pg.csv"))
+    assert sqlite_csv.drop(columns=["series"]).equals(pg_csv.drop(columns=["series"]))
+
+
+def check_sqlite_store(work: Path):
     for name in NAMES:  # every figure valid, so every run is in the series
         rows = pd.read_csv(work / f"results/{name}/measurements.csv")
         assert rows["valid"].all(), rows.loc[~rows["valid"], ["target", "op", "rep", "seconds", "invalid_reasons"]]
     runs = fsbench(work, "history", "runs")
     assert runs.returncode == 0 and all(n in runs.stdout for n in NAMES), runs.stderr
-    for store, csv in (([], "changes.csv"), (["--store", postgres], "changes-pg.csv")):
-        found = fsbench(work, "history", "changes", "--csv", csv, "--fail-on", "regression", *store)
-        assert found.returncode == 1, found.stdout + found.stderr  # a regression: CI fails
-        check_changes(pd.read_csv(work / csv))
-    sqlite_csv, pg_csv = (pd.read_csv(work / f) for f in ("changes.csv", "changes-pg.csv"))
-    assert sqlite_csv.drop(columns=["series"]).equals(pg_csv.drop(columns=["series"]))
+    found = fsbench(work, "history", "changes", "--csv", "changes.csv", "--fail-on", "regression")
+    assert found.returncode == 1, found.stdout + found.stderr  # a regression: CI fails
+    check_changes(pd.read_csv(work / "changes.csv"))
 
     report = fsbench(work, "history", "report", "-o", "trends/history.html")
     assert report.returncode == 0, report.stderr
     assert len(list((work / "trends/history-plots").glob("*.png"))) >= 4
-    check_page_in_browser(work / "trends/history.html", tmp_path)
+    check_page_in_browser(work / "trends/history.html", work)
     assert "regression from" in (work / f"results/{NAMES[-1]}/trends.html").read_text()  # the campaign's own trends
 
     # the fourth run marked as intended: it starts a new baseline, nothing is reported any more
