@@ -30,6 +30,9 @@ lint: setup
 release: setup
 	PYTHONPATH=scripts .venv/bin/python -m fsbench release $(CAMPAIGN)
 
+# Each bench-* below has a smoke mode, `make bench-X SMOKE=1`: tiny sizes, one round, the table printed and no doc
+# written; tests/test_benchmarks.py runs them so that a benchmark that no longer runs fails CI.
+
 # fsbench's python engine against fio's own reported figures (bw, IOPS at QD1 and QD32), paired in 5 rounds on a
 # RAM-backed loop device (2 GiB in /dev/shm, root), with the CPU each spends (~3 min); prints the table and keeps
 # it in docs/bench-engines.md.
