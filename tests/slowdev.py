@@ -28,7 +28,10 @@ DISK = "disk"  # the FUSE filesystem's one file
 
 
 def fuse_unavailable() -> str | None:
-    if not Path("/dev/fuse").exists():
+    try:
+        if os.stat("/dev/fuse").st_rdev != os.makedev(10, 229):  # the kernel's FUSE device (misc 229)
+            return "/dev/fuse is not the FUSE device"
+    except FileNotFoundError:
         return "no /dev/fuse"
     try:
         import mfusepy  # noqa: F401  (loads libfuse3)
