@@ -4,11 +4,11 @@ from pathlib import Path
 
 from fsbench.cells import CellSpec
 from fsbench.records import read_json, write_json
-from fsbench.step_report import run_step
+from fsbench.step_report import run_device_step
 from fsbench.steps import mount
 
 cell = CellSpec.from_params(snakemake.params.cell)
-record = run_step(
+record = run_device_step(
     snakemake.log[0], mount, cell, read_json(snakemake.input.mkfs), cell.workdir, what=cell.describe("mount")
 )
 write_json(snakemake.output.record, record)

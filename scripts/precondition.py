@@ -1,14 +1,14 @@
 """precondition: write the whole array config `precondition.passes` times before its cells (device, mdadm, loop)."""
 
 from fsbench.records import read_json, write_json
-from fsbench.step_report import run_step
+from fsbench.step_report import run_device_step
 from fsbench.steps import precondition
 
 p = snakemake.params
 what = f"precondition of {p.array} on {p.host}"
 write_json(
     snakemake.output[0],
-    run_step(
+    run_device_step(
         snakemake.log[0],
         precondition,
         p.spec,

@@ -1,11 +1,11 @@
 """prepare_array: make the array (loop images, md) and record what it is."""
 
 from fsbench.records import write_json
-from fsbench.step_report import run_step
+from fsbench.step_report import run_device_step
 from fsbench.steps import prepare_array
 
 p = snakemake.params
 what = f"prepare_array of {p.array} on {p.host}"
 write_json(
-    snakemake.output[0], run_step(snakemake.log[0], prepare_array, p.spec, p.array, p.host, p.workdir, what=what)
+    snakemake.output[0], run_device_step(snakemake.log[0], prepare_array, p.spec, p.array, p.host, p.workdir, what=what)
 )
