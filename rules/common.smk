@@ -1,6 +1,7 @@
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -330,6 +331,13 @@ def hold_campaign_lock():
         for dev in [array.get("device")] + array.get("devices", []):
             if dev:
                 HELD_LOCKS.append(lock_device(dev, NAME))
+
+
+def stop_on_sigterm():
+    """SIGTERM stops the run as Ctrl-C does: running jobs are stopped (Slurm jobs cancelled), then onerror
+    releases. Snakemake's own handler, set when its scheduler starts (before onstart), waits for every running job
+    to finish: a whole group job through Slurm."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def check_cluster_hosts():
