@@ -9,14 +9,15 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
-report: "report/workflow.rst"
+report: "captions/workflow.rst"
 
 
 include: "rules/common.smk"
+include: "rules/cluster.smk"
 include: "rules/array.smk"
 include: "rules/filesystem.smk"
 include: "rules/measure.smk"
-include: "rules/report.smk"
+include: "rules/analysis.smk"
 
 
 rule all:

@@ -48,8 +48,8 @@ import slurm_local  # noqa: E402
 from dag import FILESYSTEMS  # noqa: E402
 from dag import LARGE as DAG_LARGE  # noqa: E402
 
-from fsbench.cells import MetaCell, cells  # noqa: E402
-from fsbench.config import validate  # noqa: E402
+from fsbench.campaign.cells import MetaCell, cells  # noqa: E402
+from fsbench.campaign.config import validate  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = str(REPO / ".venv/bin/snakemake")

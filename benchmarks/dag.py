@@ -39,8 +39,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from fsbench.cells import cells, hosts  # noqa: E402
-from fsbench.config import validate  # noqa: E402
+from fsbench.campaign.cells import cells, hosts  # noqa: E402
+from fsbench.campaign.config import validate  # noqa: E402
 
 SNAKEMAKE = str(REPO / ".venv/bin/snakemake")
 # fsbench's runs get it by themselves (a workflow profile); the comparison workflows are given it, so that all

@@ -46,10 +46,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+from fsbench.engines import table  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
-from fsbench.engines.registry import run_engine  # noqa: E402
-from fsbench.sizes import format_size  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
+from fsbench.toolkit.sizes import format_size  # noqa: E402
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 SMOKE = os.environ.get("SMOKE", "") not in ("", "0")
@@ -126,7 +126,7 @@ def fio(dev: str, rw: str, bs: int, size: int, depth: int = 1) -> Figure:
 def python(op: str, job: Job) -> Figure:
     """The python engine as fsbench runs it: bytes (and I/O calls) over seconds_durable."""
     before = cpu_self()
-    result = run_engine("python", op, job)
+    result = table.run("python", op, job)
     cpu = cpu_self() - before
     if result["bytes"] != job.size:
         raise RuntimeError(f"python {op} moved {result['bytes']} of {job.size} bytes")
@@ -206,7 +206,7 @@ def render_judged(figures: dict, load: float, load_end: float, started: datetime
         f"(`jobs[0].<op>.bw_bytes` / `.iops` of its JSON, its start-up excluded) with fio's defaults: `{fio_seq}` "
         f"(sequential, {format_size(SIZE)} per run, writes with end_fsync); `--rw=randread|randwrite --bs=4096`, "
         f"psync at QD1 ({format_size(IOPS_SIZE[1])} per run) and `--ioengine=io_uring --iodepth=32` at QD32 "
-        f'({format_size(IOPS_SIZE[32])} per run). python: `run_engine("python", op, Job(...))`, bytes (or I/O '
+        f'({format_size(IOPS_SIZE[32])} per run). python: `table.run("python", op, Job(...))`, bytes (or I/O '
         "calls) over seconds_durable: a write's figure includes its fsync, as fio's with end_fsync=1. Paired in "
         f"time: in each of {ROUNDS} rounds every row runs python then fio (fio first in odd rounds); python/fio is "
         "the median of the per-round ratios (range: lowest–highest round), beside the medians of both figures. "

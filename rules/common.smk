@@ -1,31 +1,19 @@
 import hashlib
-import os
-import re
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-from snakemake_interface_executor_plugins.settings import ExecMode
-
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
-from fsbench import cells as campaign_cells
-from fsbench import config as campaign_config
-from fsbench.engines import capabilities
-from fsbench.cells import ALL_HOSTS, LOCAL
+from fsbench.campaign import cells as campaign_cells
+from fsbench.campaign import config as campaign_config
+from fsbench.campaign.cells import array_dir
+from fsbench.campaign.plan import WILDCARDS, Plan, forget_device_state
+from fsbench.cluster.hosts import workdirs_here
+from fsbench.engines import table
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
-from fsbench.hosts import (
-    array_dir,
-    one_host_at_a_time,
-    release_on,
-    short_hostname,
-    workdirs_here,
-)
-from fsbench.plan import WILDCARDS, Plan, forget_device_state
-from fsbench.records import read_json
+from fsbench.toolkit.records import read_json
 
 try:
     CAMPAIGN = campaign_config.validate(config)
@@ -47,17 +35,22 @@ wildcard_constraints:
     target="|".join(TARGETS),
 
 
+# The code that turns records into tables, plots and documents, wherever it lives (tests/test_rerun.py).
+ANALYSIS_PACKAGES = ["analysis", "plots", "report"]
+ANALYSIS_MODULES = ["measurement/rows.py"]
+
+
 def analysis_code():
     """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
-    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see README).
+    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see docs/guide.md).
     """
     scripts = Path(workflow.basedir) / "scripts"
-    files = sorted((scripts / "fsbench" / "analysis").glob("*.py"))
-    files += [
-        scripts / "fsbench" / "rows.py",
-        scripts / "aggregate.py",
-        scripts / "plot.py",
+    package = scripts / "fsbench"
+    files = [
+        f for part in ANALYSIS_PACKAGES for f in sorted((package / part).glob("*.py"))
     ]
+    files += [package / f for f in ANALYSIS_MODULES]
+    files += [scripts / "aggregate.py", scripts / "plot.py"]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
@@ -131,110 +124,6 @@ def write_input(wildcards):
     return {"setup": record_file("mount"), "ready": state_file("mount")}
 
 
-def pin_to_host(wildcards):
-    """On Slurm: run on the cell's node (sbatch --nodelist), alone there when the campaign says exclusive."""
-    nodes = {LOCAL: [], ALL_HOSTS: CAMPAIGN["hosts"]}.get(
-        wildcards.host, [wildcards.host]
-    )
-    extra = [f"--nodelist={','.join(nodes)}"] if nodes else []
-    return " ".join(extra + (["--exclusive"] if CAMPAIGN["exclusive"] else []))
-
-
-def nodes_for(wildcards):
-    """An all-hosts step runs one part on every host: Slurm must give it all of them (sbatch --nodes/--ntasks)."""
-    return len(CAMPAIGN["hosts"]) if wildcards.host == ALL_HOSTS else 1
-
-
-# What every device step asks the scheduler for besides storage_io. With hosts, each job is pinned to its
-# node and an all-hosts step gets every host; without, constants: Snakemake inspects each function's
-# signature for every job it plans.
-if CAMPAIGN["hosts"]:
-    DEVICE_RESOURCES = {
-        "nodes": nodes_for,
-        "tasks": nodes_for,
-        "slurm_extra": pin_to_host,
-    }
-else:
-    DEVICE_RESOURCES = {"slurm_extra": "--exclusive"} if CAMPAIGN["exclusive"] else {}
-
-
-# On a cluster, profiles/slurm groups the device steps (--groups): each group is one Slurm job, and the Snakemake
-# that job starts (--mode remote) is given the group's steps. Snakemake passes it neither --groups nor
-# --group-components, so there the steps are grouped again, all in one group, or it would start one more
-# Snakemake for each cell. Nowhere else: a local run ignores groups, and a dry run's checks of a group grow with
-# the square of its steps. Snakemake sets its group settings after reading the workflow: they are read and set
-# when the first job asks for its group.
-IN_JOB = workflow.exec_mode == ExecMode.REMOTE
-
-
-def all_in_one_group(wildcards):
-    workflow.group_settings.group_components = {"fsbench-job": sys.maxsize}
-    return "fsbench-job"
-
-
-def release_group(wildcards):
-    """The release joins its array's group where the profile groups steps per host and array; with adaptive
-    repeats it is a job of its own: it waits for the decisions taken where Snakemake runs (decide,
-    repeats_done), and a group job cannot wait for jobs that wait for it."""
-    if PLAN.adaptive:
-        # Nor may a later round's group job span cells: a decision that comes while it runs would merge the
-        # next cell into it, and Snakemake then loses track of the job it submitted. One job per cell and round.
-        workflow.group_settings.group_components = {}
-        return None
-    steps = workflow.group_settings.overwrite_groups.get("write")
-    if steps is None:
-        return None
-    try:
-        return steps.format(host=wildcards.host, array=wildcards.array)
-    except (
-        KeyError,
-        IndexError,
-    ):  # grouped per round or cell: the release is a job of its own
-        return None
-
-
-JOB_GROUP = all_in_one_group if IN_JOB else None
-RELEASE_GROUP = all_in_one_group if IN_JOB else release_group
-
-
-NOT_IN_NAME = re.compile(r"\W")
-
-
-def host_io(host):
-    """The resource that lets one job (or group job) at a time touch `host`'s storage."""
-    return f"io_{NOT_IN_NAME.sub('_', host)}"
-
-
-def on_host(host):
-    return lambda wildcards: int(wildcards.host in (host, ALL_HOSTS))
-
-
-# Who may touch storage at once. storage_io: one device step at a time within a job: scoped local, so that on a
-# cluster each submitted job counts its own (a group job's steps one after another) and in a local run the run
-# does. Between Slurm jobs, io_<host>: one job at a time per host (an all-hosts step takes every host's), and
-# shared_io: one host at a time where the hosts share what they measure (a path array, or hosts_parallel: false).
-# Hosts with their own loop, device or mdadm arrays measure at once.
-SHARED = [a for a in CAMPAIGN["arrays"] if one_host_at_a_time(CAMPAIGN, a)]
-DEVICE_RESOURCES |= {
-    host_io(h): 1 if len(HOSTS) == 1 else on_host(h) for h in CAMPAIGN["hosts"]
-}
-DEVICE_RESOURCES["shared_io"] = (
-    int(bool(SHARED))
-    if len(SHARED) in (0, len(CAMPAIGN["arrays"]))
-    else lambda wildcards: int(wildcards.array in SHARED)
-)
-
-
-# Each limit is 1 unless given (--resources): also inside a group job, where Snakemake passes on no --resources.
-for name in ["storage_io", "shared_io"] + [host_io(h) for h in CAMPAIGN["hosts"]]:
-    if name not in workflow.global_resources:
-        workflow.register_resource(name, 1)
-
-
-resource_scopes:
-    storage_io="local",
-
-
 def stream_threads(wildcards):
     return cell_spec(wildcards)["streams"]
 
@@ -278,17 +167,17 @@ def plot_files(as_report_items=False):
     )  # a filesystem beside raw
     names = ["throughput", "durable"] + (["efficiency"] if compared else [])
     # An engine without per-call times (dd) gets no latency plots (its IOPS come from dd's records).
-    timed = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.LATENCY) is None
+    timed = table.why_not(CAMPAIGN["io"]["engine"], table.LATENCY) is None
     names += ["iops"] + (["latency", "latency_percentiles"] if timed else [])
     # Nor a time series (timeseries.csv has no rows for it).
-    series = capabilities.why_not(CAMPAIGN["io"]["engine"], capabilities.TIMESERIES)
+    series = table.why_not(CAMPAIGN["io"]["engine"], table.TIMESERIES)
     names += ["timeseries"] if series is None else []
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
     for name in names:
         png = f"{RESULTS}/plots/{name}.png"
-        caption = f"{workflow.basedir}/report/{name}.rst"  # called from the Snakefile, not from here
+        caption = f"{workflow.basedir}/captions/{name}.rst"  # called from the Snakefile, not from here
         item = png
         if as_report_items:
             item = report(png, caption=caption, category="Plots")
@@ -340,19 +229,6 @@ def stop_on_sigterm():
     signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
-def check_cluster_hosts():
-    """On a cluster a job may land on any node: without hosts, a loop image attached by one job would be
-    measured, and left attached, on whatever node the next job gets. Refuse before anything is submitted.
-    """
-    on_nodes = [a for a, spec in CAMPAIGN["arrays"].items() if spec["kind"] != "path"]
-    if workflow.non_local_exec and on_nodes and not CAMPAIGN["hosts"]:
-        raise WorkflowError(
-            f"fsbench: config key 'hosts': value [] is not allowed with a cluster executor for arrays "
-            f"{', '.join(on_nodes)}; allowed: the node(s) whose storage to measure, e.g. hosts: [node042], "
-            "so that every step of an array runs on that node"
-        )
-
-
 def release_all():
     """Whatever happened, leave nothing of this campaign attached or mounted on this host; the state files
     of unfinished cells go too, so that the next run redoes them from mkfs (rules/filesystem.smk).
@@ -360,29 +236,6 @@ def release_all():
     for folder in workdirs_here(CAMPAIGN):
         release(folder)
     forget_device_state(RESULTS)
-
-
-def release_on_nodes():
-    """On a cluster, after a failed run: release the campaign on every other host too, each through Slurm, for
-    what a failed or cancelled job left there (its release step never ran)."""
-    if not (workflow.non_local_exec and CAMPAIGN["hosts"]):
-        return
-    campaign_file = Path(".snakemake", f"fsbench-{NAME}.yaml")
-    campaign_file.parent.mkdir(exist_ok=True)
-    campaign_file.write_text(yaml.safe_dump(dict(config)))
-    scripts = {"PYTHONPATH": str(Path(workflow.basedir) / "scripts")}
-    for host in CAMPAIGN["hosts"]:
-        if host != short_hostname():
-            argv = release_on(host, campaign_file, sys.executable)
-            env = os.environ | scripts
-            try:
-                done = subprocess.run(
-                    argv, capture_output=True, text=True, env=env, timeout=300
-                )
-                said = (done.stdout + done.stderr).strip() or f"exit {done.returncode}"
-            except (OSError, subprocess.TimeoutExpired) as e:
-                said = str(e)
-            print(f"fsbench: release on {host}: {said}", file=sys.stderr)
 
 
 def records_upto(cell, k):

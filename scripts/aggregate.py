@@ -11,11 +11,11 @@ import pandas as pd
 
 from fsbench.analysis.aggregate import measurements, with_stops
 from fsbench.analysis.compare import comparisons
-from fsbench.analysis.hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
-from fsbench.analysis.series import timeseries_table
 from fsbench.analysis.stats import summarize, summarize_baselines
-from fsbench.analysis.summary import summary_html, summary_markdown
-from fsbench.step_report import run_step
+from fsbench.analysis.timeseries_table import timeseries_table
+from fsbench.report.per_host import hosts_blocks, with_hosts_html, with_hosts_markdown
+from fsbench.report.summary import summary_html, summary_markdown
+from fsbench.toolkit.run_step import run_step
 
 
 def aggregate(records, baselines, out, campaign):

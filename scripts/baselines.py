@@ -3,8 +3,8 @@
 import pandas as pd
 
 from fsbench.analysis.baselines import load_baseline
-from fsbench.rows import COLUMNS
-from fsbench.step_report import run_step
+from fsbench.measurement.rows import COLUMNS
+from fsbench.toolkit.run_step import run_step
 
 
 def collect(baselines: dict, out: str) -> dict:

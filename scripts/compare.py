@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from fsbench.analysis.compare_runs import run
-from fsbench.step_report import run_step
+from fsbench.report.compare_runs import run
+from fsbench.toolkit.run_step import run_step
 
 here = Path(snakemake.input.measurements).parent
 base = Path(snakemake.output.table).with_suffix("")

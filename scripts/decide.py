@@ -4,22 +4,19 @@ import pandas as pd
 
 from fsbench.analysis.compare import questions
 from fsbench.analysis.repeats import repeat_decision
-from fsbench.records import read_json, write_json
-from fsbench.step_report import run_step
+from fsbench.measurement.rows import rows_of
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.run_step import run_step
 
 
-def rows_of(paths):
+def rows_in(paths):
     """The measurement rows of records: one a write or read, two a mix's read (none its layout write)."""
-    found = []
-    for path in paths:
-        record = read_json(path)
-        found += record.get("rows", [record["row"]])
-    return found
+    return [row for path in paths for row in rows_of(read_json(path))]
 
 
 def decide(own, others, plan):
-    rows = rows_of(own)
-    asked = questions(pd.DataFrame(rows), pd.DataFrame(rows_of(others)), plan["max"])
+    rows = rows_in(own)
+    asked = questions(pd.DataFrame(rows), pd.DataFrame(rows_in(others)), plan["max"])
     return repeat_decision(rows, plan, asked if plan["decide"] else None)
 
 

@@ -6,8 +6,8 @@ import json
 import pandas as pd
 
 from fsbench.history import changes, report, series, store
-from fsbench.records import write_json
-from fsbench.step_report import run_step
+from fsbench.toolkit.records import write_json
+from fsbench.toolkit.run_step import run_step
 
 
 def append(measurements, provenance, where, context, trends):

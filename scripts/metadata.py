@@ -1,9 +1,9 @@
 """metadata: create, stat, read and delete many small files on the cell's target, each phase timed."""
 
-from fsbench import steps
-from fsbench.cells import CellSpec
-from fsbench.records import read_json, write_json
-from fsbench.step_report import run_device_step
+from fsbench.campaign.cells import CellSpec
+from fsbench.measurement import steps
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.run_step import run_device_step
 
 cell = CellSpec.from_params(snakemake.params.cell)
 what = cell.describe("metadata")

@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from fsbench.cells import CellSpec
-from fsbench.records import read_json, write_json
-from fsbench.step_report import run_device_step
-from fsbench.steps import mount
+from fsbench.campaign.cells import CellSpec
+from fsbench.measurement.steps import mount
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.run_step import run_device_step
 
 cell = CellSpec.from_params(snakemake.params.cell)
 record = run_device_step(

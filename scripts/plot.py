@@ -7,14 +7,14 @@ import pandas as pd
 
 from fsbench.analysis.aggregate import record_paths
 from fsbench.analysis.percentiles import percentile_curves
-from fsbench.analysis.plots import plot_campaign
-from fsbench.analysis.series import plot_timeseries
-from fsbench.records import read_json
-from fsbench.step_report import run_step
+from fsbench.plots.campaign import plot_campaign
+from fsbench.plots.timeseries import plot_timeseries
+from fsbench.toolkit.records import read_json
+from fsbench.toolkit.run_step import run_step
 
 
 def plot(inp, outdir, with_series):
-    # baselines.csv is an input only when the config has baselines (rules/report.smk); otherwise an empty list.
+    # baselines.csv is an input only when the config has baselines (rules/analysis.smk); otherwise an empty list.
     baselines = pd.concat([pd.read_csv(p) for p in inp.baselines], ignore_index=True) if inp.baselines else None
     verdicts = pd.read_csv(inp.comparisons)
     # The latency percentile curves come from the histograms the records keep (measurements.csv has 4 percentiles).

@@ -1,8 +1,8 @@
 """precondition: write the whole array config `precondition.passes` times before its cells (device, mdadm, loop)."""
 
-from fsbench.records import read_json, write_json
-from fsbench.step_report import run_device_step
-from fsbench.steps import precondition
+from fsbench.measurement.steps import precondition
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.run_step import run_device_step
 
 p = snakemake.params
 what = f"precondition of {p.array} on {p.host}"

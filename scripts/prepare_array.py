@@ -1,8 +1,8 @@
 """prepare_array: make the array (loop images, md) and record what it is."""
 
-from fsbench.records import write_json
-from fsbench.step_report import run_device_step
-from fsbench.steps import prepare_array
+from fsbench.measurement.steps import prepare_array
+from fsbench.toolkit.records import write_json
+from fsbench.toolkit.run_step import run_device_step
 
 p = snakemake.params
 what = f"prepare_array of {p.array} on {p.host}"

@@ -1,9 +1,9 @@
 """provenance.json: the host and tools, and how every array and filesystem was set up."""
 
-from fsbench import provenance
 from fsbench.analysis.aggregate import record_paths
-from fsbench.records import read_json, write_json
-from fsbench.step_report import run_step
+from fsbench.measurement import provenance
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.run_step import run_step
 
 
 def collect(paths):

@@ -1,7 +1,7 @@
 """An adaptive cell is finished: how many repeats it took, why it stopped, and which records are its."""
 
-from fsbench.records import read_json, write_json
-from fsbench.step_report import run_step
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.run_step import run_step
 
 
 def done(decision, records):

@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
-from fsbench import all_hosts, steps
-from fsbench.cells import ALL_HOSTS, CellSpec
-from fsbench.records import read_json, write_json
-from fsbench.step_report import run_device_step
+from fsbench.campaign.cells import ALL_HOSTS, CellSpec
+from fsbench.measurement import all_hosts, steps
+from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.run_step import run_device_step
 
 p, out = snakemake.params, snakemake.output
 cell = CellSpec.from_params(p.cell)

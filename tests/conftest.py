@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 import slowdev  # noqa: E402
 
-from fsbench.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
+from fsbench.measurement.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
@@ -220,7 +220,7 @@ def seed_baseline(name="3ware-2012") -> pd.DataFrame:
 # The engine tests (python, dd, fio): jobs on plain files, and the progress lines they log.
 
 from fsbench.engines.job import Job, Stream  # noqa: E402
-from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
+from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS  # noqa: E402
 
 # What job.aggregate gives for a measurement, and the keys every stream of it has (engines add their own).
 # recorded_series: what completed when (timeseries.raw; {} for dd).

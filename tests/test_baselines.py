@@ -6,7 +6,7 @@ import pytest
 
 from fsbench.analysis.baselines import dd_log_rows, load_baseline
 from fsbench.engines.ddlog import dd_size, parse_dd_log
-from fsbench.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS
 
 DATA = Path(__file__).parent / "data"
 GIB20 = 21474836480

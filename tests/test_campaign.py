@@ -13,10 +13,10 @@ import pytest
 from browser import Browser, find_browser
 from PIL import Image
 
-from fsbench.analysis.document import number
-from fsbench.analysis.validity import INVALIDATING
-from fsbench.rows import COLUMNS
-from fsbench.sizes import parse_size
+from fsbench.measurement.rows import COLUMNS
+from fsbench.report.document import number
+from fsbench.toolkit.flags import INVALIDATING
+from fsbench.toolkit.sizes import parse_size
 
 from conftest import REPO, SNAKEMAKE, held, missing, needs_root, private_scratch, run_campaign
 
@@ -206,7 +206,7 @@ def crumb(label):
 
 def rst_text(name):
     """A caption's text as a reader sees it: the .rst without its ``literal`` marks, spaces collapsed."""
-    return " ".join((REPO / "report" / f"{name}.rst").read_text().replace("``", "").split())
+    return " ".join((REPO / "captions" / f"{name}.rst").read_text().replace("``", "").split())
 
 
 def data_uri_bytes(uri, filename):
@@ -289,8 +289,8 @@ def test_report_shows_every_plot_in_a_real_browser(seed_run, seed_report, tmp_pa
                 assert len(painted.getcolors(1 << 20) or range(1 << 20)) > 50, f"{name}: almost no colours painted"
             shutil.copy(shot, f"/tmp/report-shot-{name}.png")  # for a human to look at
             # the (i) button shows what was measured and how
-            assert (REPO / "report" / f"{name}.rst").is_file(), f"{name}: no caption in report/{name}.rst"
-            assert read_caption(b, path) == rst_text(name), f"{name}: caption differs from report/{name}.rst"
+            assert (REPO / "captions" / f"{name}.rst").is_file(), f"{name}: no caption in captions/{name}.rst"
+            assert read_caption(b, path) == rst_text(name), f"{name}: caption differs from captions/{name}.rst"
             if name == "throughput":
                 shutil.copy(b.screenshot(shots / f"caption-{name}.png"), f"/tmp/report-shot-caption-{name}.png")
             b.click(crumb("Plots"))

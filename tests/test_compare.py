@@ -13,11 +13,11 @@ from scipy import stats as reference
 
 from fsbench.__main__ import main
 from fsbench.analysis.compare import COLUMNS, comparisons, could_decide, questions, welch_log
-from fsbench.analysis.compare_runs import compare_runs
 from fsbench.analysis.provenance_diff import flatten, provenance_diff
 from fsbench.analysis.repeats import repeat_decision
 from fsbench.analysis.stats import summarize
-from fsbench.analysis.summary import summary_html, summary_markdown
+from fsbench.report.compare_runs import compare_runs
+from fsbench.report.summary import summary_html, summary_markdown
 
 from conftest import REPO, frame, row
 

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fsbench.cells import all_targets, cells, repeat_plan, targets
-from fsbench.config import ConfigError, validate
-from fsbench.hosts import one_host_at_a_time, short_hostname, workdirs_here
+from fsbench.campaign.cells import all_targets, cells, repeat_plan, targets
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.cluster.hosts import one_host_at_a_time, short_hostname, workdirs_here
 
 from conftest import REPO
 
@@ -205,9 +205,9 @@ def test_a_queue_depth_is_a_cell_axis_spelled_in_the_path_only_above_1():
 def test_a_queue_depth_above_1_needs_io_uring_and_not_dd(monkeypatch):
     with pytest.raises(ConfigError, match=r"'io.iodepth': value \[1, 8\].*\[1\] with io.engine dd"):
         validate(with_("io", GOOD["io"] | {"engine": "dd", "iodepth": [1, 8]}))
-    import fsbench.config
+    import fsbench.campaign.config
 
-    monkeypatch.setattr(fsbench.config, "_why_no_io_uring", lambda: "kernel.io_uring_disabled is 2")
+    monkeypatch.setattr(fsbench.campaign.config, "_why_no_io_uring", lambda: "kernel.io_uring_disabled is 2")
     with pytest.raises(ConfigError, match=r"'io.iodepth'.*above 1 needs io_uring, and kernel.io_uring_disabled is 2"):
         validate(with_("io", GOOD["io"] | {"iodepth": [1, 8]}))
     assert validate(with_("io", GOOD["io"] | {"iodepth": [1]}))["io"]["iodepth"] == [1]  # depth 1 asks nothing
@@ -300,7 +300,7 @@ def test_compare_to_must_name_an_earlier_campaign(tmp_path):
 
 
 def test_the_engines_the_schema_allows_are_the_ones_there_are():
-    from fsbench.config import load_schema
-    from fsbench.engines.registry import ENGINES
+    from fsbench.campaign.config import load_schema
+    from fsbench.engines.table import ENGINES
 
     assert load_schema()["properties"]["io"]["properties"]["engine"]["enum"] == list(ENGINES)

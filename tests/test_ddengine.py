@@ -9,8 +9,9 @@ import zlib
 import pytest
 
 from fsbench.engines import dd as ddengine
+from fsbench.engines import table
 from fsbench.engines.job import Job, Stream
-from fsbench.system import ToolError
+from fsbench.toolkit.system import ToolError
 
 from conftest import FIGURE_KEYS, STREAM_KEYS, file_job, logged_progress
 
@@ -64,8 +65,11 @@ def test_rand_and_bad_sizes_are_refused_before_anything_runs(tmp_path):
         lambda: ddengine.read(job),
         lambda: ddengine.write(job),
     ):
-        with pytest.raises(ValueError, match="dd engine: dd cannot seek at random; use engine python or fio"):
+        with pytest.raises(ValueError, match="dd engine: unknown pattern 'rand'; allowed: seq"):
             call()
+    # The table refuses it before dd is called, in the words config validation uses.
+    with pytest.raises(ValueError, match="dd engine: dd cannot seek at random; use engine python or fio"):
+        table.run("dd", "write", job)
     assert not (tmp_path / "f").exists()
     with pytest.raises(ValueError, match="whole number"):
         ddengine.write_argv(file_job(["/x"], size=3 * MiB, bs=2 * MiB), Stream("/x"))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from fsbench.cells import CellSpec, fingerprint
+from fsbench.campaign.cells import CellSpec, fingerprint
 from fsbench.storage import devices
 
 from conftest import held, needs_root
@@ -125,7 +125,7 @@ def btrfs_cell(bs: int, size: int, workdir) -> CellSpec:
 def test_the_next_cell_finds_the_space_the_last_one_freed_on_btrfs(scratch):
     """btrfs returns a deleted file's space only at its next commit; two 512 MiB cells in a row on a 1 GiB
     btrfs (the default campaign) must both fit, and the space check must not refuse the second."""
-    from fsbench.steps import run_cell
+    from fsbench.measurement.steps import run_cell
 
     for bs in (4 * MiB, 1 * MiB):
         records = run_cell(btrfs_cell(bs, 512 * MiB, scratch / "c" / "d"), scratch / "c" / "d")
@@ -138,7 +138,7 @@ def test_a_disk_that_fills_up_during_the_write_leaves_no_partial_file(scratch):
     """statvfs on a fresh 1 GiB btrfs counts ~1.07 GB free, but data can use only ~0.95 GB: a 1000 MiB write
     passes the space check and runs out of space half way. The step says so with the numbers and removes
     the partial file, so neither a wrong figure nor a full disk is left behind."""
-    from fsbench.steps import run_cell
+    from fsbench.measurement.steps import run_cell
 
     with pytest.raises(devices.DeviceError) as e:
         run_cell(btrfs_cell(4 * MiB, 1000 * MiB, scratch / "c" / "d"), scratch / "c" / "d")

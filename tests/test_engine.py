@@ -169,7 +169,7 @@ def test_no_two_4k_pieces_written_are_alike_and_no_128k_chunk_compresses(tmp_pat
 def test_one_clock_read_per_call_the_latencies_add_up_to_the_streams_time(tmp_path):
     """Each latency ends where the next begins, so their sum is the stream's time up to its last call; the
     inlined bucket arithmetic files them as latency.bucket() does (the largest value in the top bucket)."""
-    from fsbench.engines.latency import bucket
+    from fsbench.toolkit.latency import bucket
 
     for depth in (1, 4):
         job = Job(files(tmp_path, 2), 4 * MiB, 16 * 1024, pattern="rand", iodepth=depth)
@@ -227,7 +227,7 @@ def test_write_to_a_full_device_fails():
 def test_the_c_loop_files_each_latency_as_latency_bucket_does(tmp_path, monkeypatch, step):
     """With a clock that advances `step` ns a read, every call at depth 1 takes exactly `step`: each lands in
     latency.bucket(step), for writes, reads and both halves of a mix."""
-    from fsbench.engines.latency import bucket
+    from fsbench.toolkit.latency import bucket
 
     monkeypatch.setattr(loops, "CLOCK_STEP_NS", step)
     job = Job(files(tmp_path, 1), 64 * 4096, 4096, pattern="rand")

@@ -8,8 +8,9 @@ import zlib
 import pytest
 
 from fsbench.engines import fio as fioengine
+from fsbench.engines import table
 from fsbench.engines.job import Job, Stream
-from fsbench.system import ToolError
+from fsbench.toolkit.system import ToolError
 
 from conftest import FIGURE_KEYS, STREAM_KEYS, file_job, logged_progress
 
@@ -177,4 +178,4 @@ def test_streams_sharing_a_file_write_and_read_interleaved_blocks_with_fio(tmp_p
     assert w["bytes"] == len(blob) == 24 * 4096 and blob.count(bytes(4096)) == 0
     assert fioengine.read(job)["bytes"] == 24 * 4096
     with pytest.raises(ValueError, match="only sequentially"):
-        fioengine.job_file(Job(job.streams, 8 * 4096, 4096, pattern="rand", slots=3), "write")
+        table.run("fio", "write", Job(job.streams, 8 * 4096, 4096, pattern="rand", slots=3))

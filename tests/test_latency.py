@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from fsbench.engines.latency import BUCKETS, MAX_RELATIVE_ERROR, PERCENTILES, SUB, Histogram, bounds, bucket
+from fsbench.toolkit.latency import BUCKETS, MAX_RELATIVE_ERROR, PERCENTILES, SUB, Histogram, bounds, bucket
 
 
 def exact(values: list[int], q: float) -> int:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench.cells import MetaCell, cells
-from fsbench.config import ConfigError, validate
+from fsbench.campaign.cells import MetaCell, cells
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.campaign.plan import Plan
 from fsbench.engines.metadata import PHASES, MetadataError, MetaJob, check_room, run, run_phase
-from fsbench.plan import Plan
 
 from conftest import RAM_ROOT, held, needs_root, private_scratch, run_campaign
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench.config import ConfigError, validate
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.campaign.plan import Plan
 from fsbench.engines import fio as fioengine
 from fsbench.engines import mixed
 from fsbench.engines.job import Job, Stream
 from fsbench.engines.python import write
-from fsbench.plan import Plan
 
 from conftest import held, needs_root, ram_xfs_campaign, run_campaign
 

@@ -1,13 +1,13 @@
-"""The campaign as jobs (fsbench.plan): a cell's path and its wildcards are one another's inverse, its params
+"""The campaign as jobs (fsbench.campaign.plan): a cell's path and its wildcards are one another's inverse, its params
 carry every setting, and the priorities run a cell's steps back to back, cells in rounds, targets in order."""
 
 import re
 
 import pytest
 
-from fsbench.cells import ALL_HOSTS, Cell, CellSpec, cells
-from fsbench.config import validate
-from fsbench.plan import WILDCARDS, Plan, forget_device_state
+from fsbench.campaign.cells import ALL_HOSTS, Cell, CellSpec, cells
+from fsbench.campaign.config import validate
+from fsbench.campaign.plan import WILDCARDS, Plan, forget_device_state
 
 MiB = 2**20
 

@@ -3,11 +3,11 @@ import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from fsbench.analysis import plots
 from fsbench.analysis.compare import comparisons
-from fsbench.analysis.plots import _beside_baselines, _efficiency, _throughput, plot_campaign
 from fsbench.analysis.stats import summarize, summarize_baselines
-from fsbench.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS
+from fsbench.plots import campaign as plots
+from fsbench.plots.campaign import _beside_baselines, _efficiency, _throughput, plot_campaign
 
 from conftest import seed_baseline
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from fsbench.config import ConfigError, validate
+from fsbench.campaign.config import ConfigError, validate
 
 from conftest import needs_root, run_campaign, small_campaign
 

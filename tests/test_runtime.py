@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench.config import ConfigError, validate
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.campaign.plan import Plan
 from fsbench.engines import fio as fioengine
 from fsbench.engines import loops, mixed
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream, offsets
-from fsbench.plan import Plan
-from fsbench.sizes import parse_duration
+from fsbench.toolkit.sizes import parse_duration
 
 from conftest import RAM_ROOT, held, needs_root, needs_throttle, private_scratch, run_campaign, slow_device
 

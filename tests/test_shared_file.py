@@ -58,7 +58,7 @@ def test_an_all_hosts_cell_shares_one_file_across_its_hosts(scratch, tmp_path):
     """An all-hosts cell on a path array, with this host as its one host (no Slurm needed): its parts write and
     read one file on the shared path, in the slots of their host; the shared folder is empty afterwards.
     (Two nodes through Slurm: tests/test_slurm_nodes.py.)"""
-    from fsbench.hosts import short_hostname
+    from fsbench.cluster.hosts import short_hostname
 
     shared = scratch / "shared"
     shared.mkdir()

@@ -1,6 +1,6 @@
 import pytest
 
-from fsbench.sizes import format_size, parse_size
+from fsbench.toolkit.sizes import format_size, parse_size
 
 
 @pytest.mark.parametrize(

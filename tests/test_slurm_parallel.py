@@ -45,7 +45,7 @@ def two_hosts(scratch, name, **over) -> dict:
 
 def spans(results: Path) -> dict[str, list[tuple[float, float, str]]]:
     """Per host, when each of its device steps ran (start, end, record), from the span each step's record gives
-    (fsbench.step_report.run_device_step): the whole step, not only what it measured. Every record under runs/
+    (fsbench.toolkit.run_step.run_device_step): the whole step, not only what it measured. Every record under runs/
     is a device step's, and must have it."""
     found: dict[str, list] = {}
     for path in (results / "runs").rglob("*.json"):

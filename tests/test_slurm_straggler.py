@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fsbench.all_hosts import part_workdir
+from fsbench.measurement.all_hosts import part_workdir
 
 from conftest import (
     SLURM_PROFILE,

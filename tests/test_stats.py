@@ -4,7 +4,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fsbench.analysis.document import number
 from fsbench.analysis.repeats import repeat_decision
 from fsbench.analysis.stats import (
     SUMMARY_COLUMNS,
@@ -15,8 +14,9 @@ from fsbench.analysis.stats import (
     summarize,
     summarize_baselines,
 )
-from fsbench.analysis.summary import summary_html, summary_markdown
-from fsbench.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS
+from fsbench.report.document import number
+from fsbench.report.summary import summary_html, summary_markdown
 
 from conftest import frame, seed_baseline
 from conftest import row as measurement

@@ -1,9 +1,9 @@
-"""fsbench.step_report: a device step's record gets the step's own span."""
+"""fsbench.toolkit.run_step: a device step's record gets the step's own span."""
 
 import time
 from datetime import datetime
 
-from fsbench.step_report import run_device_step
+from fsbench.toolkit.run_step import run_device_step
 
 
 def test_a_device_steps_record_gets_its_own_span(tmp_path):

@@ -8,8 +8,8 @@ import pytest
 
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
-from fsbench.rows import flags_for
 from fsbench.storage import cache, devices, telemetry
+from fsbench.toolkit import flags
 
 from conftest import needs_root
 
@@ -43,7 +43,7 @@ def test_device_counters_see_direct_io_and_not_a_cached_read(scratch):
             pytest.fail("the page cache was emptied from outside during each of 3 tries")
     finally:
         os.close(fd)
-    assert again["device_bytes"] < 4 * MiB / 2 and telemetry.cache_hit("read", 4 * MiB, again["device_bytes"])
+    assert again["device_bytes"] < 4 * MiB / 2 and flags.cache_hit("read", 4 * MiB, again["device_bytes"])
     devices.release(scratch)
 
 
@@ -53,10 +53,10 @@ def test_no_counters_for_a_path_array_and_the_flag_only_for_reads():
     assert math.isnan(found["device_bytes"]) and math.isnan(telemetry.columns("read", MiB, found)["device_bytes"])
     assert telemetry.device_sectors(["/dev/no-such-device"]) is None
     row = {"op": "read", "bytes": 100, "seconds": 2, "seconds_durable": 2, "cached_before": 0.0, "device_bytes": 10}
-    assert flags_for(row, 100) == "cache-hit"
-    assert flags_for(row | {"device_bytes": 100}, 100) == ""
-    assert flags_for(row | {"op": "write", "device_bytes": 0}, 100) == ""
-    assert flags_for(row | {"device_bytes": math.nan}, 100) == ""
+    assert flags.doubts(row, 100) == "cache-hit"
+    assert flags.doubts(row | {"device_bytes": 100}, 100) == ""
+    assert flags.doubts(row | {"op": "write", "device_bytes": 0}, 100) == ""
+    assert flags.doubts(row | {"device_bytes": math.nan}, 100) == ""
 
 
 @pytest.mark.parametrize("op,index", [("read", 0), ("write", 1)])

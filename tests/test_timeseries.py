@@ -10,16 +10,16 @@ from statistics import median
 import pandas as pd
 import pytest
 
-from fsbench import timeseries
-from fsbench.analysis.hosts import hosts_blocks, with_hosts_html, with_hosts_markdown
-from fsbench.analysis.series import COLUMNS as SERIES_COLUMNS
-from fsbench.cells import CellSpec
-from fsbench.config import ConfigError, validate
+from fsbench.analysis.timeseries_table import COLUMNS as SERIES_COLUMNS
+from fsbench.campaign.cells import CellSpec
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.campaign.plan import Plan
 from fsbench.engines import fio, loops
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
-from fsbench.measure import judged_series, series_flags, series_of
-from fsbench.plan import Plan
+from fsbench.measurement.judgement import judged_series, series_flags, series_of
+from fsbench.report.per_host import hosts_blocks, with_hosts_html, with_hosts_markdown
+from fsbench.toolkit import timeseries
 
 from conftest import needs_root, needs_throttle, ram_xfs_campaign, run_campaign, slow_device
 
@@ -102,8 +102,8 @@ def test_steady_state_is_the_snia_range_and_excursion_of_the_last_window():
     noisy = timeseries.steady(steady_series([400e6, 300e6, 400e6, 300e6, 400e6]))
     assert not noisy["steady"] and noisy["range"] == pytest.approx(100 / 360)
     assert not timeseries.steady(steady_series([400e6] * 3))["steady"]  # fewer intervals than the window
-    assert timeseries.flags(steady_series([400e6] * 3), steady_check={}) == ["not-steady"]
-    assert timeseries.flags(steady_series([400e6] * 3)) == []  # no io.steady: not judged
+    assert series_flags({"judged": timeseries.judge(steady_series([400e6] * 3), steady_check={})}) == ["not-steady"]
+    assert series_flags({"judged": timeseries.judge(steady_series([400e6] * 3))}) == []  # no io.steady: not judged
 
 
 def test_stonewall_is_what_every_host_had_moved_when_the_first_finished():
@@ -237,7 +237,7 @@ def test_a_constant_rate_is_steady_and_a_rising_one_is_not(tmp_path, stepping_cl
     assert ts["interval_s"] == 0.05 and set(ts["ops"]) == {50}
     assert timeseries.judge(ts, steady_check={})["steady"]["steady"] and timeseries.drop(ts) is None
     rising = ts | {"bytes": [b * (1 + i / 10) for i, b in enumerate(ts["bytes"])]}
-    assert timeseries.flags(rising, steady_check={}) == ["not-steady"]
+    assert series_flags({"judged": timeseries.judge(rising, steady_check={})}) == ["not-steady"]
 
 
 # A campaign: timeseries.csv beside measurements.csv, and its plot -----------------------------------------------

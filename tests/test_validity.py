@@ -8,16 +8,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fsbench.analysis import plots
 from fsbench.analysis.aggregate import measurements
 from fsbench.analysis.compare import COLUMNS, comparisons, questions
-from fsbench.analysis.compare_runs import compare_runs
 from fsbench.analysis.percentiles import percentile_curves
 from fsbench.analysis.repeats import repeat_decision
 from fsbench.analysis.stats import summarize
-from fsbench.analysis.summary import summary_html, summary_markdown
-from fsbench.analysis.validity import INVALIDATING, NOT_COMPARABLE, WARNING, with_validity
-from fsbench.engines.latency import Histogram
+from fsbench.analysis.validity import NOT_COMPARABLE, with_validity
+from fsbench.plots import campaign as plots
+from fsbench.report.compare_runs import compare_runs
+from fsbench.report.summary import summary_html, summary_markdown
+from fsbench.toolkit.flags import INVALIDATING, WARNING
+from fsbench.toolkit.latency import Histogram
 
 from conftest import frame, row
 

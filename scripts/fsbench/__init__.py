@@ -1,4 +1,33 @@
-"""fsbench: the logic behind the workflow (sizes, config, devices, engines, statistics).
+"""fsbench: the logic behind the workflow, importable and usable without Snakemake; the step scripts in scripts/
+are thin wrappers over it.
 
-Importable and usable without Snakemake; the step scripts in scripts/ are thin wrappers.
+Layers, from the bottom up; a subpackage imports only from those below it (tests/test_layers.py checks):
+
+    toolkit      small tools with nothing of fsbench under them: external programs, JSON records, sizes and
+                 durations, the latency histogram, a measurement's time series, the validity flags, run_step
+    storage      arrays and devices: loop images, mdadm, mkfs, mount, guards, cache, telemetry
+    engines      what moves the bytes: the engine table, the job they share, python, fio, dd, mixed, metadata
+    campaign     the campaign model: the validated config, its cells, the plan of Snakemake jobs
+    cluster      which host a cell belongs to, its folders there, releasing on other nodes
+    measurement  a cell measured: the device steps, the job from the cell, identity checks, cold cache, the
+                 series judgement, the row and record, all-hosts cells, provenance
+    analysis     records to tables: measurements.csv, statistics, verdicts, validity, baselines, timeseries.csv
+    plots        plots/*.png and .svg
+    report       summary.md, summary.html, compare.md
+    history      the results store across campaigns, change points, the trend page
+
+The package's own modules (__main__: `python -m fsbench`) stand above all of them.
 """
+
+LAYERS = [
+    "toolkit",
+    "storage",
+    "engines",
+    "campaign",
+    "cluster",
+    "measurement",
+    "analysis",
+    "plots",
+    "report",
+    "history",
+]

@@ -1,8 +1,8 @@
 """Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host;
 `python -m fsbench results CAMPAIGN.yaml` prints where its results go; `python -m fsbench compare OLD NEW`
 prints (and writes) the verdicts of NEW against OLD and what differs in their provenance; `part` is one host's
-share of an all-hosts cell (started by fsbench.all_hosts, not by people); `python -m fsbench history …` reads the
-results store (fsbench.history.cli)."""
+share of an all-hosts cell (started by fsbench.measurement.all_hosts, not by people); `python -m fsbench
+history …` reads the results store (fsbench.history.cli)."""
 
 import argparse
 import json
@@ -10,10 +10,10 @@ import sys
 
 import yaml
 
-from fsbench.cells import CellSpec
-from fsbench.config import ConfigError, validate
-from fsbench.hosts import short_hostname, workdirs_here
-from fsbench.plan import forget_device_state
+from fsbench.campaign.cells import CellSpec
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.campaign.plan import forget_device_state
+from fsbench.cluster.hosts import short_hostname, workdirs_here
 from fsbench.storage.devices import release
 
 
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
 
 
 def run_compare(args) -> int:
-    from fsbench.analysis.compare_runs import run
+    from fsbench.report.compare_runs import run
 
     try:
         text, md, csv = run(args.old, args.new, args.output)
@@ -79,8 +79,8 @@ def run_compare(args) -> int:
 
 
 def run_part(args) -> int:
-    from fsbench.all_hosts import part
-    from fsbench.step_report import EXPECTED
+    from fsbench.measurement.all_hosts import part
+    from fsbench.toolkit.run_step import EXPECTED
 
     try:
         with open(args.cell) as f:

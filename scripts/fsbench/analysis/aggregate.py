@@ -6,11 +6,11 @@ import pandas as pd
 
 from fsbench.analysis.stats import TEST, flag_above_raw
 from fsbench.analysis.validity import with_validity
-from fsbench.records import read_json
-from fsbench.rows import COLUMNS
+from fsbench.measurement.rows import COLUMNS, rows_of
+from fsbench.toolkit.records import read_json
 
 # Beyond the contract's columns: what made each figure, and where its full record is; then whether the figure is
-# valid and why not (fsbench.validity), judged here from the flags so that old records need no new measurement.
+# valid and why not (fsbench.analysis.validity), judged here from the flags so that old records need no new measurement.
 EXTRA = ["command", "record"]
 VALIDITY = ["valid", "invalid_reasons"]
 # What identifies a cell across its repeats and ops.
@@ -30,7 +30,7 @@ def measurements(paths: list[str]) -> pd.DataFrame:
     for path in record_paths(paths):
         rec = read_json(path)
         # A metadata record holds a row per phase; a measurement record one.
-        rows += [row | {"command": rec["command"], "record": str(path)} for row in rec.get("rows", [rec["row"]])]
+        rows += [row | {"command": rec["command"], "record": str(path)} for row in rows_of(rec)]
         # An all-hosts cell also keeps each host's own figure, as host '<name>@all'.
         rows += [part | {"command": rec["command"], "record": str(path)} for part in rec.get("parts", [])]
     df = pd.DataFrame(rows, columns=COLUMNS + EXTRA)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from fsbench.engines.ddlog import parse_dd_log
-from fsbench.engines.latency import COLUMNS as LATENCY_COLUMNS
-from fsbench.rows import COLUMNS, rate
+from fsbench.measurement.rows import COLUMNS, rate
+from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS
 
 _TEXT_COLUMNS = [
     "campaign",

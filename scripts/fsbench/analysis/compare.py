@@ -12,19 +12,19 @@ d = mean(log a) - mean(log b), se = sqrt(var(log a)/n_a + var(log b)/n_b), Welch
 the interval exp(d ± t(0.975, df) se) is that of the ratio of geometric means (for lognormal rates the ratio of
 medians), positive by construction. verdict: `faster` or `slower` (a relative to b) where the interval excludes 1
 and p < 0.05, else `no clear difference`; a side with fewer than two repeats gets no test and says so in `note`.
-Only figures that are valid answer (fsbench.validity): valid_a and valid_b say whether every repeat of that side
-is; where one is not, the verdict is `not comparable` and `note` says which side and why (the ratio, interval and p
-are still given, for what they are worth).
+Only figures that are valid answer (fsbench.analysis.validity): valid_a and valid_b say whether every repeat of
+that side is; where one is not, the verdict is `not comparable` and `note` says which side and why (the ratio,
+interval and p are still given, for what they are worth).
 """
 
 import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from fsbench.analysis.names import UNDECIDED
 from fsbench.analysis.stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, cell_flags, is_metadata, sort_rows
-from fsbench.analysis.summary import UNDECIDED
 from fsbench.analysis.validity import NOT_COMPARABLE, side
-from fsbench.sizes import format_size
+from fsbench.toolkit.sizes import format_size
 
 # comparisons.csv, in order. vs: what differs between a and b (target, block_size or run); that column is empty.
 COLUMNS = [

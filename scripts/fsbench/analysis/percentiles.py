@@ -1,5 +1,5 @@
 """Latency percentile curves: each cell's whole distribution (p50 … p99.99), read from the histograms its
-measurement records keep per stream (fsbench.latency), the repeats of a cell merged by adding their counters.
+measurement records keep per stream (fsbench.toolkit.latency), the repeats of a cell merged by adding their counters.
 
 measurements.csv keeps p50, p90, p99 and p99.9 per row; the records keep every bucket, so the curve can go as far
 into the tail as the operations allow (a p99.99 needs 10,000 of them: fewer, and the curve stops short of it).
@@ -7,7 +7,8 @@ into the tail as the operations allow (a p99.99 needs 10,000 of them: fewer, and
 
 import pandas as pd
 
-from fsbench.engines.latency import Histogram
+from fsbench.measurement.rows import rows_of
+from fsbench.toolkit.latency import Histogram
 
 # The percentiles a curve is drawn through: enough points between the nines for the bends to show.
 GRID = [50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99]
@@ -28,7 +29,7 @@ def _merged(streams: list[dict]) -> Histogram:
 def histograms(record: dict) -> list[tuple[dict, Histogram]]:
     """(row, the histogram of its operations over all its streams) for each block I/O row of a record: a write or
     read one, a mix's read and write (each op's streams), an all-hosts cell's whole (its hosts' streams)."""
-    rows = record.get("rows", [record["row"]] if "row" in record else [])
+    rows = rows_of(record) if "row" in record or "rows" in record else []
     found = []
     for row in rows:
         if row.get("workload", "io") != "io":

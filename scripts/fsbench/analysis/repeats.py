@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
+from fsbench.analysis.names import metric_name, p_text
 from fsbench.analysis.stats import relative_ci
-from fsbench.analysis.summary import metric_name, p_text
 from fsbench.analysis.validity import NOT_COMPARABLE
 
 # The verdicts that answer a comparison.

@@ -1,5 +1,5 @@
 """Statistics over measurements.csv: per-cell summaries, efficiency vs raw, the above-raw flag, and how cells
-are keyed, sorted and labelled (the summary's rendering is fsbench.analysis.summary, adaptive repeats'
+are keyed, sorted and labelled (the summary's rendering is fsbench.report.summary, adaptive repeats'
 decisions fsbench.analysis.repeats).
 
 Throughput statistics are on mb_s (what dd prints); the durable columns come from mb_s_durable.
@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
-from fsbench.rows import TEST
-from fsbench.sizes import format_size
+from fsbench.measurement.rows import TEST
+from fsbench.toolkit import flags
+from fsbench.toolkit.sizes import format_size
 
 # What makes two measurements the same test (besides op).
 KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]
@@ -123,20 +124,15 @@ def varying_words(row, vary) -> list[str]:
     return words
 
 
-def split_flags(flags) -> list[str]:
-    """'short;cached' -> ['short', 'cached']; empty, NaN (an empty CSV cell) -> []."""
-    return [f.strip() for f in str(flags).split(";") if f.strip()] if pd.notna(flags) else []
-
-
 def cell_flags(values) -> str:
     """The flags of a cell's repetitions as one value: each flag once, in order of first appearance,
     with "(k of m)" when only k of the m repetitions carry it: 'short;cached (1 of 3)'."""
     values = list(values)
     counts: dict[str, int] = {}
-    for flags in values:
-        for flag in dict.fromkeys(split_flags(flags)):
+    for value in values:
+        for flag in dict.fromkeys(flags.parse(value)):
             counts[flag] = counts.get(flag, 0) + 1
-    return ";".join(f if k == len(values) else f"{f} ({k} of {len(values)})" for f, k in counts.items())
+    return flags.join(f if k == len(values) else f"{f} ({k} of {len(values)})" for f, k in counts.items())
 
 
 def with_iodepth(measurements: pd.DataFrame) -> pd.DataFrame:
@@ -241,10 +237,6 @@ def flag_above_raw(measurements: pd.DataFrame) -> pd.DataFrame:
     limit = out[CELL].join(raw_max.rename("_raw_max"), on=CELL)["_raw_max"]
     above = (out["target"] != "raw") & (out["mb_s"] > limit).fillna(False)
 
-    def add(flags) -> str:
-        have = [f for f in str(flags).split(";") if f] if pd.notna(flags) else []
-        return ";".join(have if "above-raw" in have else [*have, "above-raw"])
-
     out["flags"] = out["flags"].astype(object)
-    out.loc[above, "flags"] = out.loc[above, "flags"].map(add)
+    out.loc[above, "flags"] = out.loc[above, "flags"].map(lambda f: flags.add(f, [flags.ABOVE_RAW]))
     return out

@@ -1,2 +1,3 @@
 """The engines: what moves a measurement's bytes (python with its C loop, fio, dd), the job they share, and the
-metadata workload. registry names them; capabilities says what each can do, as data the config is checked against."""
+metadata workload. table holds them: per engine its ops, what it cannot do, its method version; the config is
+checked against it and every measurement dispatched through it."""

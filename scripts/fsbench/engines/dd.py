@@ -14,10 +14,9 @@ import tempfile
 import threading
 import time
 
-from fsbench.engines import capabilities
 from fsbench.engines.ddlog import parse_dd_log
 from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, Stream, aggregate, progress
-from fsbench.system import ToolError
+from fsbench.toolkit.system import ToolError
 
 POOL_DIR = "/dev/shm"
 # dd's closing lines are translated in other locales ("Bytes kopiert", "68,9 s"); parse_dd_log reads C.
@@ -25,8 +24,7 @@ _ENV = {**os.environ, "LC_ALL": "C"}
 
 
 def _check(job: Job) -> None:
-    # What dd cannot do at all; a read after a time-based write counts blocks (job.counts) as a time would.
-    capabilities.refuse("dd", capabilities.needs(job.pattern, job.iodepth, job.runtime or job.counts, job.slots > 1))
+    # What dd cannot do at all is refused before it is called (fsbench.engines.table.run).
     if job.pattern != "seq":
         raise ValueError(f"dd engine: unknown pattern {job.pattern!r}; allowed: seq")
     job.check("dd")

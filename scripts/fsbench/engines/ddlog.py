@@ -8,8 +8,8 @@ Used for baselines (fsbench.analysis.baselines) and to read dd's own output (fsb
 import math
 import re
 
-from fsbench.rows import flags_for
-from fsbench.sizes import parse_size
+from fsbench.toolkit import flags
+from fsbench.toolkit.sizes import parse_size
 
 # dd's closing line: GNU `N bytes (21 GB, 20 GiB) copied, 68.929 s, 312 MB/s`, older GNU and BusyBox
 # `N bytes (21 GB) copied, 68.929 seconds, 312 MB/s`, BSD/macOS `N bytes transferred in 68.929 secs
@@ -43,7 +43,7 @@ _NOT_DEVICES = (
 
 
 def dd_size(value: str) -> int | None:
-    """Bytes in a dd operand: 1M = 2^20 (as fsbench.sizes), but 1MB = 10^6, and c=1, w=2, b=512."""
+    """Bytes in a dd operand: 1M = 2^20 (as fsbench.toolkit.sizes), but 1MB = 10^6, and c=1, w=2, b=512."""
     if m := re.fullmatch(r"(\d+)([KMGTP])B", value, re.IGNORECASE):
         return int(m[1]) * 1000 ** ("KMGTP".index(m[2].upper()) + 1)
     if m := re.fullmatch(r"(\d+)([cwb])", value):
@@ -157,9 +157,9 @@ def parse_dd_log(text: str) -> list[dict]:
         expected = count if "count_bytes" in iflags else count * bs if count and bs else None
         durable = run["real"] if run["real"] is not None else run["seconds"]
         row = {"bytes": run["bytes"], "seconds": run["seconds"], "seconds_durable": durable, "op": op}
-        flags = [f for f in flags_for({**row, "cached_before": math.nan}, expected or run["bytes"]).split(";") if f]
+        doubts = flags.parse(flags.doubts({**row, "cached_before": math.nan}, expected or run["bytes"]))
         if any(r and r[1] for r in (run["records_in"], run["records_out"])):
-            flags.append("partial-records")
+            doubts.append(flags.PARTIAL_RECORDS)
         run.update(
             bs=bs,
             count=count,
@@ -170,6 +170,6 @@ def parse_dd_log(text: str) -> list[dict]:
             expected_bytes=expected,
             seconds_durable=durable,
             direct="direct" in iflags + oflags,
-            flags=";".join(flags),
+            flags=flags.join(doubts),
         )
     return runs

@@ -19,11 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from fsbench import timeseries
-from fsbench.engines import capabilities
 from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
-from fsbench.engines.latency import Histogram
-from fsbench.system import ToolError
+from fsbench.toolkit import timeseries
+from fsbench.toolkit.latency import Histogram
+from fsbench.toolkit.system import ToolError
 
 
 def _escape(path: str) -> str:
@@ -57,7 +56,6 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None, logs: str | None 
     if job.pattern not in ("seq", "rand"):
         raise ValueError(f"fio engine: unknown pattern {job.pattern!r}; allowed: seq, rand")
     job.check("fio")
-    capabilities.refuse("fio", capabilities.needs(job.pattern, job.iodepth, job.runtime, job.slots > 1, op))
     # Shared file: after each block, skip the other streams' (fio's offset modifier for sequential I/O).
     skip = f":{(job.slots - 1) * job.block_size}" if job.slots > 1 else ""
     lines = [

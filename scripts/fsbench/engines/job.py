@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 
-from fsbench import timeseries
-from fsbench.engines.latency import Histogram
+from fsbench.toolkit import timeseries
+from fsbench.toolkit.latency import Histogram
 
 PROGRESS_SECONDS = 10.0
 NEVER = 2**63 - 1  # a deadline that never comes (the largest perf_counter_ns a C int64 holds)

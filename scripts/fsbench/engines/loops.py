@@ -17,7 +17,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from fsbench.engines.latency import SUB_BITS
+from fsbench.toolkit.latency import SUB_BITS
 
 SOURCE = Path(__file__).with_name("loops.c")
 BUILD = Path(__file__).with_name("_build")  # make setup's

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsbench.engines.job import aggregate
-from fsbench.engines.latency import Histogram
 from fsbench.storage.devices import DeviceError
+from fsbench.toolkit.latency import Histogram
 
 PHASES = ("create", "stat", "read", "delete")
 # What a file costs a filesystem beyond its data, at most, for the space check: an inode, a directory entry.

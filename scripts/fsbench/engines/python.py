@@ -12,12 +12,12 @@ from array import array
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
-from fsbench import timeseries
 from fsbench.engines import loops
 from fsbench.engines.job import NEVER, PROGRESS_SECONDS, Job, Stream, aggregate, offsets, progress
-from fsbench.engines.latency import Histogram
 from fsbench.engines.loops import IO, run
 from fsbench.engines.uring import buffer_address, fast_ring
+from fsbench.toolkit import timeseries
+from fsbench.toolkit.latency import Histogram
 
 # Each stream writes random data from its own pool of this many bytes (or one block, if larger): the block for
 # file position p (in blocks) is p modulo the pool's blocks, so no two blocks within POOL_BYTES of each other in

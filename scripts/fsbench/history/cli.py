@@ -4,7 +4,7 @@ import sys
 
 import yaml
 
-from ..config import ConfigError, validate
+from ..campaign.config import ConfigError, validate
 
 # The commands (fsbench.history.commands: the store, pandas, ruptures, matplotlib) are imported only when a history
 # command runs: `python -m fsbench part`, on every host of an all-hosts cell, should not pay for them.

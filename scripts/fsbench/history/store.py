@@ -20,7 +20,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from fsbench.rows import META_TEST, PLACE, TEST
+from fsbench.measurement.rows import META_TEST, PLACE, TEST
 
 from .series import plain
 

@@ -10,11 +10,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fsbench.records import Record, write_json
 from fsbench.storage import devices, guards
 from fsbench.storage.devices import Mount
 from fsbench.storage.md import md_name, md_support, mdadm_create_argv
-from fsbench.system import output, run
+from fsbench.toolkit.records import Record, write_json
+from fsbench.toolkit.system import output, run
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsbench.records import Record, read_json, write_json
 from fsbench.storage.md import mdadm_stop_argv
-from fsbench.system import ToolError, output, run
+from fsbench.toolkit.records import Record, read_json, write_json
+from fsbench.toolkit.system import Failure, ToolError, output, run
 
 # mkfs without lazy initialisation, so no kernel thread writes in the background while we measure,
 # and with the force flag each tool needs to overwrite an earlier filesystem on the same image.
@@ -30,7 +30,7 @@ MKFS = {
 }
 
 
-class DeviceError(RuntimeError):
+class DeviceError(Failure):
     """The device is not in the state a step needs, or may not be touched."""
 
 

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from fsbench.system import run
+from fsbench.toolkit.system import run
 
 
 def md_support() -> str | None:

@@ -13,7 +13,6 @@ from pathlib import Path
 SECTOR = 512  # /sys/block/*/stat counts 512-byte sectors whatever the device's block size
 # A read whose devices moved less than this share of what it read was (partly) served by a cache or shrunk by
 # compression between the engine and the device.
-CACHE_HIT_SHARE = 0.5
 
 
 def cpu_seconds() -> float:
@@ -58,7 +57,3 @@ def columns(op: str, nbytes: int, found: dict) -> dict:
         "device_bytes": device,
         "write_amplification": device / nbytes if op == "write" and nbytes and not math.isnan(device) else math.nan,
     }
-
-
-def cache_hit(op: str, nbytes: int, device_bytes: float) -> bool:
-    return op == "read" and nbytes > 0 and not math.isnan(device_bytes) and device_bytes < CACHE_HIT_SHARE * nbytes

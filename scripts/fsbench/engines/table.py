@@ -1,0 +1,114 @@
+"""The engines in one table, in the manner of fio's ioengine ops: per engine its ops (write, read, and mixed where
+it can mix), what it cannot do (its capabilities, in the words a user reads when refused) and the version of its
+method. The campaign is checked against the table before any device is touched, and every measurement is dispatched
+through it (`run`), which refuses a job the engine cannot run with the same words.
+
+`method` is the version of how an engine measures. Bump it on purpose when a change to the engine changes what
+its figures mean or how they come about: it enters the Snakemake params of exactly the cells that engine measures
+(only above 1, so that campaigns measured at version 1 keep the params they had), and those are measured again.
+Any other change to fsbench's code re-measures nothing (profiles: rerun-triggers without "code").
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fsbench.engines import dd, fio, mixed, python
+from fsbench.engines.job import Job
+
+# What a test may need of an engine.
+RAND = "rand"  # blocks in a random order
+MIXED = "mixed"  # reads and writes in one run (patterns randrw, rw)
+DEPTH = "iodepth"  # more than one I/O in flight per stream
+RUNTIME = "runtime"  # stop at a time (io.runtime)
+RUNTIME_RAND_WRITE = "runtime rand write"  # a random write stopped by the time, then read back exactly
+SHARED = "shared_file"  # several streams interleaving blocks in one file
+SHARED_RAND = "shared_file rand"  # ... in a random order
+LATENCY = "latency"  # a time per operation
+TIMESERIES = "timeseries"  # what completed when (bytes and operations per interval)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An engine: its ops, each moving a Job's bytes timed and returning job.aggregate()'s shape (bytes, seconds,
+    seconds_durable, started_at, ops, latency columns, command, streams; mixed: {"read": that, "write": that});
+    what it cannot do, and why not; its method version."""
+
+    ops: dict[str, Callable]
+    cannot: dict[str, str] = field(default_factory=dict)
+    method: int = 1
+
+
+# config io.engine: its schema lists the same names (tests/test_config.py).
+ENGINES = {
+    "python": Engine(
+        {"write": python.write, "read": python.read, "mixed": mixed.run},
+        method=1,
+    ),
+    "dd": Engine(
+        {"write": dd.write, "read": dd.read},
+        {
+            RAND: "dd cannot seek at random",
+            MIXED: "dd cannot mix reads and writes",
+            DEPTH: "dd has one request in flight",
+            RUNTIME: "dd stops only at its count",
+            RUNTIME_RAND_WRITE: "dd stops only at its count",
+            SHARED: "dd writes one run of blocks, it cannot interleave",
+            SHARED_RAND: "dd writes one run of blocks, it cannot interleave",
+            LATENCY: "dd reports no per-call times",
+            TIMESERIES: "dd reports nothing until it ends",
+        },
+    ),
+    "fio": Engine(
+        {"write": fio.write, "read": fio.read, "mixed": fio.mixed},
+        {
+            RUNTIME_RAND_WRITE: "fio's random writes cut short by the time leave blocks only fio knows, "
+            "so no read could cover exactly them",
+            SHARED_RAND: "fio interleaves blocks in a shared file only sequentially",
+        },
+    ),
+}
+# The metadata test (many small files) is a workload of its own, whatever io.engine is.
+METADATA_METHOD = 1
+
+
+def why_not(engine: str, need: str) -> str | None:
+    """Why `engine` cannot do `need`; None when it can."""
+    return ENGINES[engine].cannot.get(need)
+
+
+def able(need: str) -> str:
+    """The engines that can: 'python or fio'."""
+    return " or ".join(name for name, e in ENGINES.items() if need not in e.cannot)
+
+
+def needs(pattern: str, iodepth: int = 1, runtime=None, shared: bool = False, op: str = "write") -> list[str]:
+    """What a test needs of an engine (op write: a time-based random write must be read back exactly)."""
+    found = [RAND] if "rand" in pattern else []
+    found += [MIXED] if pattern in ("randrw", "rw") or op == "mixed" else []
+    found += [DEPTH] if iodepth > 1 else []
+    found += [RUNTIME] if runtime else []
+    found += [RUNTIME_RAND_WRITE] if runtime and pattern == "rand" and op == "write" else []
+    found += [SHARED] if shared else []
+    found += [SHARED_RAND] if shared and pattern != "seq" else []
+    return found
+
+
+def refuse(engine: str, wanted: list[str]) -> None:
+    """ValueError naming the first of `wanted` that `engine` cannot do, and which engines can."""
+    for need in wanted:
+        if why := why_not(engine, need):
+            raise ValueError(f"{engine} engine: {why}; use engine {able(need)}")
+
+
+def method_params(engine: str) -> dict:
+    """The method version as a Snakemake param: {} at version 1, so that a campaign's params stay as they were."""
+    version = METADATA_METHOD if engine == "metadata" else ENGINES[engine].method
+    return {"method": version} if version > 1 else {}
+
+
+def run(name: str, op: str, job: Job, rwmix_read: int | None = None) -> dict:
+    """`op` (write, read, or mixed with `rwmix_read` % reads) of `job` with engine `name`, refused first where the
+    engine cannot run it (a read after a time-based write counts its blocks as a time would)."""
+    refuse(name, needs(job.pattern, job.iodepth, job.runtime or job.counts, job.slots > 1, op))
+    ops = ENGINES[name].ops
+    return ops[op](job) if op != "mixed" else ops[op](job, rwmix_read)

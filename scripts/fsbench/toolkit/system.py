@@ -1,0 +1,39 @@
+"""Running external tools: argument lists only, never a shell, and errors that carry the tool's own words."""
+
+import subprocess
+
+
+class Failure(RuntimeError):
+    """A failure whose message says it all: a step prints it in one line, without a traceback (run_step)."""
+
+
+class ToolError(Failure):
+    """An external tool failed; the message names the command and what it printed."""
+
+
+def run(
+    argv: list[str], check: bool = True, timeout: float | None = 600, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    argv = [str(a) for a in argv]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except FileNotFoundError:
+        raise ToolError(f"{argv[0]} is not installed (needed for: {' '.join(argv)}); run `make setup`") from None
+    if check and proc.returncode != 0:
+        said = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()
+        raise ToolError(f"{' '.join(argv)} failed (exit {proc.returncode}): " + " | ".join(said[-5:]))
+    return proc
+
+
+def output(argv: list[str]) -> str:
+    return run(argv).stdout.strip()
+
+
+def version(argv: list[str]) -> str:
+    """First line a tool prints about its version, or why there is none."""
+    try:
+        proc = run(argv, check=False, timeout=30)
+    except ToolError as e:
+        return str(e)
+    text = (proc.stdout or proc.stderr).strip()
+    return text.splitlines()[0] if text else ""
