@@ -299,6 +299,7 @@ def slurm_cluster(base: Path, nodes: int = 1):
 
     with slurm_lock():
         try:
+            wait_for_other_slurm(base)
             env = slurm_local.start(base, nodes)
         except slurm_local.Unavailable as e:
             missing("slurm", f"no {nodes}-node Slurm here: {e}")
@@ -307,6 +308,22 @@ def slurm_cluster(base: Path, nodes: int = 1):
         finally:
             stopped = slurm_local.stop(base)
         check_stopped(stopped, nodes)
+
+
+def wait_for_other_slurm(base: Path, wait_s: float = 1200) -> None:
+    """Wait while another local Slurm runs (one started by a program that does not take SLURM_LOCK), at most
+    `wait_s`; then slurm_local.start says why it cannot start, if it still cannot."""
+    import slurm_local
+
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            slurm_local.check_system_conf(base / "slurm.conf")
+            return
+        except slurm_local.Unavailable as e:
+            if "another local Slurm runs" not in str(e):
+                return
+        time.sleep(5)
 
 
 def check_stopped(stopped: list[str], nodes: int) -> None:

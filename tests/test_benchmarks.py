@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, missing, needs_root, slurm_lock
+from conftest import REPO, missing, needs_root, slurm_lock, wait_for_other_slurm
 
 
 def smoke(name: str, timeout: int) -> str:
@@ -52,5 +52,6 @@ def test_bench_cluster_runs():
     except slurm_local.Unavailable as e:
         missing("slurm", str(e))
     with slurm_lock():  # its local Slurm is the machine's one (the Makefile holds the same lock)
+        wait_for_other_slurm(REPO / "no-slurm-here")
         out = smoke("cluster", 1200)
     assert "| 1 | slurm 2 |" in out and "| 2,000 cells |" in out, out[-3000:]
