@@ -4,7 +4,7 @@ SNAKEMAKE := .venv/bin/snakemake
 CORES ?= 2
 CAMPAIGN ?= config/config.yaml
 
-.PHONY: setup bench test lint release report bench-engines bench-dag bench-cluster
+.PHONY: setup bench test lint release report bench-engines bench-dag bench-cluster bench-history
 
 setup:
 	@tools/setup.sh
@@ -34,8 +34,9 @@ release: setup
 # written; tests/test_benchmarks.py runs them so that a benchmark that no longer runs fails CI.
 
 # fsbench's python engine against fio's own reported figures (bw, IOPS at QD1 and QD32), paired in 5 rounds on a
-# RAM-backed loop device (2 GiB in /dev/shm, root), with the CPU each spends (~3 min); prints the table and keeps
-# it in docs/bench-engines.md.
+# RAM-backed loop device (2 GiB in /dev/shm, root), with the CPU each spends; called directly, and through a
+# campaign's write and read steps (each in a process of its own) (~8 min); prints the tables and keeps them in
+# docs/bench-engines.md. SMOKE=1 make bench-engines: once, tiny, nothing kept.
 bench-engines: setup
 	.venv/bin/python benchmarks/engines.py
 
@@ -44,6 +45,12 @@ bench-engines: setup
 # touched, ~10 min); prints a table and keeps it in docs/bench-dag.md.
 bench-dag: setup
 	.venv/bin/python benchmarks/dag.py
+
+# history's change points on synthetic stores (seeds never used to choose a threshold): false alarms per 100
+# stores of 50 flat series, 10 % and 3x steps found (~20 s, no device); prints a table, keeps it in
+# docs/bench-history.md, exits 1 when a target is missed. SMOKE=1: 3 stores a row, targets not checked.
+bench-history: setup
+	.venv/bin/python benchmarks/history.py
 
 # The issue-22 campaign (raw + ext4 + xfs, 1 MiB, 2 repeats, 128 MiB) locally and through a real local Slurm
 # (tools/slurm_local.py: one node, then two), side by side in ROUNDS rounds (default 2): wall time, Slurm jobs,

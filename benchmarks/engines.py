@@ -6,7 +6,7 @@ reports (`jobs[0].<op>.bw_bytes` / `.iops` of its JSON), never the wall-clock ti
 its start-up (~0.3 s) and so flatters an in-process engine. fio runs with its defaults (psync, one reused buffer;
 io_uring at depth 32), not through fsbench's fioengine (which sets refill_buffers and more).
 
-The device: a loop device over a 2 GiB image in /dev/shm, attached with direct I/O (devices.attach_loop_images),
+The device: a campaign's loop array (steps.prepare_array: a 2 GiB image in /dev/shm, attached with direct I/O),
 written once in full before anything is measured. O_DIRECT throughout, one stream. Writes include the flush:
 python's bytes / seconds_durable against fio with end_fsync=1 (fio counts the fsync in its runtime).
 
@@ -22,11 +22,15 @@ machine), python/fio was 0.92 / 0.90 at 64 KiB write / read, 0.87 / 0.90 at 4 Ki
 0.80 / 0.80 at QD32: Python's own work per call (loop, clock, histogram, a write's stamps: ~1-4 µs) against
 fio's C; the tables that showed it ("where the time goes") are in this file's git history.
 
-Prints the table and writes it to docs/bench-engines.md. About 4 minutes. Root: it attaches a loop device
-under a tempdir in /dev/shm and releases it (and removes the image) at the end, also on failure.
+The campaign path (issue 30): the same comparison for what a campaign runs, a cell's write step and read step
+(steps.write and steps.read, the functions scripts/write.py and read.py call) each in a process of its own, as
+Snakemake starts them, on the same array; its figures are the records' rows. Beside the rates it shows how many
+requests the device completed per call (/sys/block/<dev>/stat): how the kernel split each call, which depends on
+where the buffer's pages lie (see docs/bench-engines.md).
 
-SMOKE=1 (tests/test_benchmarks.py): a 64 MiB device and runs, one round, the table printed and no doc written:
-that it still runs, not what it measures.
+Prints the tables and writes them to docs/bench-engines.md. About 8 minutes. SMOKE=1: every row once on a
+64 MiB device, the tables printed and nothing written (under a minute). Root: it attaches a loop device
+under a tempdir in /dev/shm and releases it (and removes the image) at the end, also on failure.
 """
 
 import json
@@ -46,18 +50,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+from fsbench.campaign.cells import LOCAL, CellSpec, array_dir  # noqa: E402
+from fsbench.campaign.cells import Cell as CampaignCell  # noqa: E402
+from fsbench.campaign.config import validate  # noqa: E402
+from fsbench.campaign.plan import Plan  # noqa: E402
 from fsbench.engines import table  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
+from fsbench.measurement import steps  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
+from fsbench.toolkit.records import read_json, write_json  # noqa: E402
 from fsbench.toolkit.sizes import format_size  # noqa: E402
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
-SMOKE = os.environ.get("SMOKE", "") not in ("", "0")
+# SMOKE=1: every row once on a tiny device, the table printed, no doc written (a test runs it: does it still run?).
+SMOKE = os.environ.get("SMOKE") == "1"
 SIZE = 64 * MiB if SMOKE else 2 * GiB  # per throughput measurement, and the device: 2 GiB of the VM's 24 GiB of RAM
 BLOCK_SIZES = [64 * KiB, MiB, 4 * MiB]
 IOPS_BS = 4 * KiB
 # per IOPS measurement, by depth: each lasts a second or more
-IOPS_SIZE = {1: 4 * MiB, 32: 16 * MiB} if SMOKE else {1: 256 * MiB, 32: GiB}
+IOPS_SIZE = {1: 16 * MiB, 32: 32 * MiB} if SMOKE else {1: 256 * MiB, 32: GiB}
 DEPTHS = (1, 32)
 ROUNDS = 1 if SMOKE else 5
 BW_GOAL = 0.95  # python/fio at least this, bs ≥ 64 KiB
@@ -183,6 +194,165 @@ def judged(dev: str) -> dict:
     return figures
 
 
+# --- the campaign path ---------------------------------------------------------------------------
+# What a campaign runs (issue 30): the write step (steps.write, the function scripts/write.py calls) in a
+# process of its own, as Snakemake starts one per job, on the campaign's own loop array; then the read step
+# (steps.read) in another. Its figures are the record's: the row's bytes over seconds_durable (writes) or
+# seconds (reads), its cpu_s_per_gb. fio writes and reads the same bytes right after (before, in odd rounds).
+
+CAMPAIGN, ARRAY = "bench-engines", "ram"
+WHY = "## Why"  # docs/bench-engines.md's hand-written part begins at this heading
+
+
+@dataclass(frozen=True)
+class Row:
+    """A campaign-path cell: its write and the read of what it wrote (raw, O_DIRECT, one stream, QD1)."""
+
+    label: str
+    pattern: str  # seq | rand
+    block_size: int
+    size: int
+
+    @property
+    def iops(self) -> bool:
+        return self.pattern == "rand"
+
+
+def campaign_rows() -> list[Row]:
+    rows = [Row(f"{format_size(IOPS_BS)}, random, QD1", "rand", IOPS_BS, IOPS_SIZE[1])]
+    return rows + [Row(f"{format_size(bs)}, sequential, QD1", "seq", bs, SIZE) for bs in BLOCK_SIZES]
+
+
+def campaign(scratch: Path, row: Row | None = None) -> dict:
+    """The campaign a row is a cell of, validated: one loop array of SIZE in /dev/shm, raw, O_DIRECT reads."""
+    bs, pattern, size = (row.block_size, row.pattern, row.size) if row else (MiB, "seq", SIZE)
+    io = {"engine": "python", "size": size, "block_sizes": [bs], "patterns": [pattern], "direct": [True]}
+    return validate(
+        {
+            "campaign": CAMPAIGN,
+            "scratch": str(scratch),
+            "arrays": {ARRAY: {"kind": "loop", "size": SIZE}},
+            "raw": True,
+            "filesystems": {},
+            "io": io | {"repeats": 1, "cache": "direct"},
+        }
+    )
+
+
+def cell_params(scratch: Path, row: Row) -> dict:
+    """The cell's params as the rules give them to its steps (plan.Plan.cell_spec)."""
+    test = CampaignCell(LOCAL, ARRAY, "raw", row.pattern, row.block_size, True, 1, 1).test
+    return Plan(campaign(scratch, row)).cell_spec(LOCAL, ARRAY, "raw", test, 1)
+
+
+def step_here(op: str, params: str, before: str, out: str) -> int:
+    """The child: the `op` step of the cell in `params` after the record `before`, its record written to `out`."""
+    cell = CellSpec.from_params(read_json(params))
+    step = steps.write if op == "write" else steps.read
+    write_json(out, step(cell, read_json(before), cell.workdir))
+    return 0
+
+
+def requests(dev: str, op: str) -> int:
+    """Requests the device has completed so far (/sys/block/<dev>/stat): reads, or writes."""
+    fields = Path(f"/sys/block/{Path(dev).name}/stat").read_text().split()
+    return int(fields[0 if op == "read" else 4])
+
+
+def step_process(op: str, params: Path, before: Path, out: Path) -> Figure:
+    """The step in a process of its own, as Snakemake runs it; the figure and CPU its record gives."""
+    argv = [sys.executable, __file__, "step", op, str(params), str(before), str(out)]
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"the {op} step failed ({proc.returncode}): {proc.stderr.strip()[-3000:]}")
+    row = read_json(out)["row"]
+    seconds = row["seconds_durable"] if op == "write" else row["seconds"]
+    return Figure(row["bytes"], row["ops"], seconds, row["cpu_s_per_gb"] * row["bytes"] / 1e9)
+
+
+def paired(dev: str, files: Path, params: Path, row: Row, fio_first: bool) -> dict:
+    """One round of a row: {(engine, op): (figure, the device's requests per call)}; the cell's write and read
+    steps, and fio's write and read of the same bytes."""
+    rw = "rand" if row.iops else ""
+    write, before = files / "write.json", files / "prepare_array.json"
+    runs = {
+        "python": [
+            ("write", lambda: step_process("write", params, before, write)),
+            ("read", lambda: step_process("read", params, write, files / "read.json")),
+        ],
+        "fio": [
+            ("write", lambda: fio(dev, rw + "write", row.block_size, row.size)),
+            ("read", lambda: fio(dev, rw + "read", row.block_size, row.size)),
+        ],
+    }
+    got = {}
+    for engine in ("fio", "python") if fio_first else ("python", "fio"):
+        for op, run in runs[engine]:
+            count = requests(dev, op)
+            figure = run()
+            got[engine, op] = (figure, (requests(dev, op) - count) / (row.size // row.block_size))
+    return got
+
+
+def through_campaign(scratch: Path, array_record: dict, dev: str) -> dict:
+    """{(row, op): [(python, fio, python's requests per call, fio's) per round]}, op write and read."""
+    files = scratch / "steps"
+    files.mkdir()
+    write_json(files / "prepare_array.json", array_record)
+    figures = {}
+    for rnd in range(ROUNDS):
+        for row in campaign_rows():
+            params = files / "cell.json"
+            write_json(params, cell_params(scratch, row))
+            got = paired(dev, files, params, row, fio_first=rnd % 2 == 1)
+            for op in ("write", "read"):
+                (p, p_req), (f, f_req) = got["python", op], got["fio", op]
+                figures.setdefault((row, op), []).append((p, f, p_req, f_req))
+        log(f"campaign path: round {rnd + 1}/{ROUNDS} done")
+    return figures
+
+
+def cpu_per_gb(figure: Figure) -> float:
+    return figure.cpu / (figure.bytes / 1e9)
+
+
+def spread(values: list[float]) -> float:
+    """(highest - lowest) / median: how far a figure moved over the rounds."""
+    return (max(values) - min(values)) / med(values)
+
+
+def render_campaign(figures: dict) -> str:
+    lines = [
+        "## The campaign path",
+        "",
+        "What a campaign runs (`benchmarks/engines.py`'s `through_campaign`): per row a cell of a campaign on the "
+        f"same loop array (raw, O_DIRECT, one stream, QD1, cache: direct; {format_size(SIZE)} sequential, "
+        f"{format_size(IOPS_SIZE[1])} random), its write step (`steps.write`, the function scripts/write.py calls) "
+        "and then its read step (`steps.read`), each in a Python process of its own as Snakemake starts them; the "
+        "figure is the record's row: bytes over seconds_durable (writes, the flush included) or seconds (reads). "
+        "fio (the command above, `--rw=randwrite|randread` for the random row) writes and reads the same bytes "
+        f"right after (first in odd rounds), {ROUNDS} rounds. Spread: (highest - lowest) / median of an engine's "
+        "figures over the rounds. Requests per call: what the device completed (/sys/block/<dev>/stat) over the "
+        "calls made. Goal (issue 30): python/fio ≥ 0.95 in every row, with less spread than fio's.",
+        "",
+        "| campaign path | fio | python (step) | python/fio | range | spread fio | spread python | met | "
+        "requests per call fio | python | python CPU s/GB | fio CPU s/GB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for (row, op), runs in figures.items():
+        value = (lambda f: f.iops) if row.iops else (lambda f: f.rate)
+        ratios = [value(p) / value(f) for p, f, _, _ in runs]
+        ours, theirs = [value(p) for p, *_ in runs], [value(f) for _, f, *_ in runs]
+        met = med(ratios) >= BW_GOAL and spread(ours) < spread(theirs)
+        lines.append(
+            f"| {op}, {row.label} | {rate_text(med(theirs), row.iops)} | {rate_text(med(ours), row.iops)} | "
+            f"{med(ratios):.2f} | {min(ratios):.2f}–{max(ratios):.2f} | {spread(theirs):.2f} | {spread(ours):.2f} "
+            f"| {'met' if met else 'not met'} | {med(r[3] for r in runs):.2f} | {med(r[2] for r in runs):.2f} | "
+            f"{med(cpu_per_gb(p) for p, *_ in runs):.2f} | {med(cpu_per_gb(f) for _, f, *_ in runs):.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 # --- report --------------------------------------------------------------------------------------
 
 
@@ -246,24 +416,35 @@ def main() -> int:
     started, load = datetime.now(UTC), os.getloadavg()[0]
     scratch = Path(tempfile.mkdtemp(prefix="fsbench-bench-engines-", dir="/dev/shm"))
     try:
-        dev = devices.attach_loop_images(scratch / "images", 1, SIZE)[0]
-        log(f"{dev} over {scratch}/images: written once in full before measuring")
+        # The campaign's own array (prepare_array, as its rule runs it): both paths measure on its device.
+        spec = campaign(scratch)["arrays"][ARRAY]
+        record = steps.prepare_array(spec, ARRAY, LOCAL, array_dir(str(scratch), CAMPAIGN, ARRAY))
+        dev = record["state"]["devices"][0]
+        log(f"{dev} over {scratch}: written once in full before measuring")
         python("write", seq_job(dev, 4 * MiB))  # allocate every page of the image, warm fio's files
         fio(dev, "read", MiB, SIZE)
         figures = judged(dev)
+        through = through_campaign(scratch, record, dev)
     finally:
         devices.release(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
-    text = render_judged(figures, load, os.getloadavg()[0], started)
+    end_load = os.getloadavg()[0]
+    text = render_judged(figures, load, end_load, started) + "\n" + render_campaign(through)
     print(text)
-    if not SMOKE:
-        out = REPO / "docs" / "bench-engines.md"
-        out.write_text(text)
-        log(f"written to {out.relative_to(REPO)}")
+    if SMOKE:
+        log("SMOKE=1: nothing written")
+        return 0
+    out = REPO / "docs" / "bench-engines.md"
+    before = out.read_text() if out.exists() else ""
+    # What the tables are explained by is written by hand, below them: kept as it is.
+    out.write_text(text + (before[before.index(WHY) - 1 :] if WHY in before else ""))
+    log(f"written to {out.relative_to(REPO)}")
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["step"]:  # one step of a campaign-path cell, in a process of its own
+        sys.exit(step_here(*sys.argv[2:]))
     t0 = time.time()
     code = main()
     log(f"took {time.time() - t0:.0f} s")

@@ -164,6 +164,8 @@ rule history:
         "../envs/fsbench.yaml"
     params:
         store=CAMPAIGN["history"],
+        settings=CAMPAIGN,
         context=CAMPAIGN["history_context"],
+        timeout=CAMPAIGN["history_timeout"],
     script:
         "../scripts/history.py"

@@ -436,12 +436,15 @@ def postgres_bin() -> Path | None:
     return found[-1].parent if found else None
 
 
-@pytest.fixture
-def postgres(tmp_path):
-    """A throwaway PostgreSQL server of this test's own (initdb + pg_ctl as the postgres user, listening only on
-    a Unix socket in a private folder); its URL. Stopped and deleted afterwards, also when the test fails."""
+@contextmanager
+def postgres_server(password: str | None = None):
+    """A throwaway PostgreSQL server of the caller's own (initdb + pg_ctl as the postgres user); its URL. Without a
+    password it listens only on a Unix socket in a private folder (trust); with one, also on 127.0.0.1 at a free
+    port, where it asks for the password (scram-sha-256) and the URL names the host and port but never the
+    password. Stopped and deleted afterwards, also when the caller fails."""
     import pwd
     import shutil
+    import socket
 
     bin_dir = postgres_bin()
     if bin_dir is None:
@@ -462,10 +465,24 @@ def postgres(tmp_path):
         )
 
     try:
-        as_postgres(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
+        init = [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--no-sync", "--auth-local=trust"]
         opts = f"-k {sock} -c listen_addresses='' -p 5432 -c fsync=off"
+        url = f"postgresql://postgres@/postgres?host={sock}&port=5432"
+        if password is not None:
+            pwfile = root / "pw"
+            pwfile.write_text(password + "\n")
+            os.chown(pwfile, user.pw_uid, user.pw_gid)
+            init += ["--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
+            with socket.socket() as s:  # a free port (another test's server may hold any fixed one)
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            opts = f"-k {sock} -c listen_addresses=127.0.0.1 -p {port} -c fsync=off"
+            url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        else:
+            init += ["--auth-host=trust"]
+        as_postgres(*init)
         as_postgres(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "start")
-        yield f"postgresql://postgres@/postgres?host={sock}&port=5432"
+        yield url
     finally:
         if (data / "postmaster.pid").exists():
             subprocess.run(
@@ -484,3 +501,23 @@ def postgres(tmp_path):
                 capture_output=True,
             )
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres(tmp_path):
+    """A PostgreSQL server of this test's own on a Unix socket (postgres_server); its URL."""
+    with postgres_server() as url:
+        yield url
+
+
+# The test server's password: a string that appears nowhere else, so that finding it in a file means it leaked.
+PG_PASSWORD = "fsbench-secret-" + uuid.uuid4().hex
+
+
+@pytest.fixture
+def postgres_tcp(monkeypatch):
+    """A PostgreSQL server of this test's own over TCP that asks for PG_PASSWORD; its URL (without the password).
+    The password is in PGPASSWORD for this test and the processes it starts, where libpq finds it."""
+    with postgres_server(PG_PASSWORD) as url:
+        monkeypatch.setenv("PGPASSWORD", PG_PASSWORD)
+        yield url

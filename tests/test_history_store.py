@@ -4,21 +4,25 @@
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 
+import pandas as pd
 import pytest
 
-from fsbench.history import series, store
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.history import key, points, store
 
-from conftest import REPO, row
+from conftest import PG_PASSWORD, REPO, row
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def where(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "history.sqlite")
-    return request.getfixturevalue("postgres")
+    return request.getfixturevalue("postgres_tcp")  # over TCP, its password in PGPASSWORD
 
 
 def run_rows(campaign, reps=3, started="2026-01-01T00:00:00+00:00", cells=("raw", "ext4")) -> list[dict]:
@@ -30,7 +34,8 @@ def run_rows(campaign, reps=3, started="2026-01-01T00:00:00+00:00", cells=("raw"
             for rep in range(1, reps + 1):
                 r = row(target, op, 100.0 + rep, rep, campaign=campaign, started_at=f"{started[:-6]}{rep}+00:00")
                 r |= {"workload": "io", "iodepth": 1, "shared_file": False, "lat_p50_us": 10.0}
-                found += series.entries(__import__("pandas").DataFrame([r]), provenance, {"firmware": "1"})
+                cell = {"array_spec": {"kind": "loop", "size": 2**30}, "fs": None, "size": 10**9, "cache": "drop"}
+                found += key.entries(pd.DataFrame([r]), provenance, {}, {"firmware": "1"}, cell_of=lambda _, c=cell: c)
     return found
 
 
@@ -50,8 +55,48 @@ def test_rerun_adds_nothing_and_a_remeasured_cell_adds_its_rows(where):
     assert count(where) == 18
     # same cell, another campaign name: one series
     store.append(where, run_rows("nvme-2026-12", started="2026-02-01T00:00:00+00:00"))
-    points = series.points(store.load(where))
-    assert set(points.groupby("series")["campaign"].nunique()) == {2}
+    found = points.points(store.load(where))
+    assert set(found.groupby("series")["campaign"].nunique()) == {2}
+
+
+def test_a_run_is_one_measuring_pass_whatever_the_campaign_name(where):
+    """The same campaign measured three nights in a row: three runs. Appending a night again (aggregate and
+    history rerun, nothing measured) adds no run; a re-measured cell is a run of its own rows."""
+    nights = [run_rows("nightly", started=f"2026-03-0{d}T02:00:00+00:00") for d in (1, 2, 3)]
+    for night in nights:
+        store.append(where, night)
+    store.append(where, nights[1])  # history rerun alone: its rows are in the store, in their run
+    assert store.append(where, nights[0] + nights[2])["added"] == 0
+    runs = points.runs(store.load(where))
+    assert list(runs["run"]) == [f"nightly 2026-03-0{d}T02:00:001+00:00" for d in (1, 2, 3)]
+    assert list(runs["rows"]) == [12, 12, 12] and set(runs["campaign"]) == {"nightly"}
+    found = points.points(store.load(where))
+    assert set(found.groupby(["series", "metric"])["run"].nunique()) == {3}  # three points per series
+    redo = run_rows("nightly", started="2026-03-04T02:00:00+00:00", cells=("ext4",))
+    assert store.append(where, nights[2] + redo)["added_by_run"] == {"nightly 2026-03-04T02:00:001+00:00": 6}
+    shown = subprocess.run(
+        [sys.executable, "-m", "fsbench", "history", "runs", "--store", where],
+        env=os.environ | {"PYTHONPATH": str(REPO / "scripts")},
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0 and len(shown.stdout.splitlines()) == 5, shown.stdout + shown.stderr
+    assert "started" in shown.stdout and "rows" in shown.stdout
+
+
+def test_a_store_of_schema_1_gets_a_run_per_campaign(tmp_path):
+    import sqlalchemy as sa
+
+    where = str(tmp_path / "old.sqlite")
+    store.append(where, run_rows("old", started="2026-01-01T00:00:00+00:00"))
+    engine = sa.create_engine(store.url_of(where))
+    with engine.begin() as conn:  # as schema 1 left it: no run column
+        conn.exec_driver_sql("DROP INDEX ix_measurements_run")
+        conn.exec_driver_sql("ALTER TABLE measurements DROP COLUMN run")
+    engine.dispose()
+    assert {r["run"] for r in store.load(where)} == {"old 2026-01-01T00:00:001+00:00"}
+    store.append(where, run_rows("new", started="2026-02-01T00:00:00+00:00"))
+    assert list(points.runs(store.load(where))["run"].str.split().str[0]) == ["old", "new"]
 
 
 CHILD = """
@@ -118,3 +163,89 @@ def test_marks_need_a_known_run(where):
     assert store.load_marks(where) == {"known": "new firmware"}
     with pytest.raises(ValueError, match="no run 'unknown'"):
         store.mark(where, "unknown", "x")
+
+
+def test_a_url_with_a_password_is_refused_and_says_where_the_password_goes():
+    for url in ("postgresql://me:s3cret@db.example/perf", "postgresql://me@db.example/perf?password=s3cret"):
+        with pytest.raises(ConfigError) as e:
+            validate({"campaign": "c", "arrays": {"a": {"kind": "path", "path": "/tmp"}}, "history": url})
+        message = str(e.value)
+        assert "s3cret" not in message and "history" in message, message
+        assert all(place in message for place in ("PGPASSWORD", "~/.pgpass", "PGSERVICE", "pg_service.conf"))
+        with pytest.raises(ConfigError, match="PGPASSWORD"):  # --store too
+            store.load(url)
+    assert store.url_of("postgresql://me@db.example/perf").startswith("postgresql+psycopg://me@")
+
+
+def test_libpq_finds_the_password_in_pgpass_and_not_at_all_fails_in_one_line(postgres_tcp, monkeypatch, tmp_path):
+    monkeypatch.delenv("PGPASSWORD")
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "nowhere"))
+    with pytest.raises(OSError) as e:
+        store.load(postgres_tcp)
+    assert "password" in str(e.value) and "\n" not in str(e.value), str(e.value)
+    host, port = postgres_tcp.split("@")[1].split("/")[0].split(":")
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"{host}:{port}:*:postgres:{PG_PASSWORD}\n")
+    passfile.chmod(0o600)  # libpq ignores a password file others can read
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    assert store.append(postgres_tcp, run_rows("pgpass"))["added"] == 12
+    service = tmp_path / "pg_service.conf"  # a service file names the server; the password still from PGPASSFILE
+    service.write_text(f"[perf]\nhost={host}\nport={port}\nuser=postgres\ndbname=postgres\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(service))
+    assert count("postgresql:///?service=perf") == 12
+
+
+def test_a_server_that_never_answers_fails_after_the_timeout_in_one_line():
+    with socket.socket() as s:  # the kernel completes the handshake; nobody ever answers libpq's start-up packet
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        url = f"postgresql://me@127.0.0.1:{s.getsockname()[1]}/perf"
+        t0 = time.monotonic()
+        with pytest.raises(OSError) as e:
+            store.load(url, timeout=2)
+        took = time.monotonic() - t0
+    assert 1.5 < took < 30, took
+    assert str(e.value).startswith("results store postgresql+psycopg://me@127.0.0.1") and "\n" not in str(e.value)
+
+
+def test_the_filesystem_of_a_store_is_read_and_a_shared_one_warned_of(tmp_path, monkeypatch):
+    for path in ("/proc/self", "/dev/shm", "/", str(tmp_path)):
+        found = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "-T", path], capture_output=True, text=True)
+        assert store.filesystem_type(path) == found.stdout.split()[-1], path  # mounts on one point: the last
+    assert store.lock_warning(str(tmp_path / "deeper/history.sqlite")) is None  # a local disk (or tmpfs)
+    assert store.lock_warning("postgresql://me@db.example/perf") is None
+    # No NFS, Lustre or FUSE filesystem can be mounted here without its server: the type as mountinfo would name it
+    for kind in ("nfs4", "lustre", "gpfs", "beegfs", "fuse.sshfs", "fuse"):
+        monkeypatch.setattr(store, "filesystem_type", lambda path, kind=kind: kind)
+        warning = store.lock_warning(str(tmp_path / "history.sqlite"))
+        assert warning and kind in warning and "local disk" in warning
+
+
+def test_the_history_keys_are_checked_before_anything_runs():
+    base = {"campaign": "c", "arrays": {"a": {"kind": "path", "path": "/tmp"}}}
+    assert validate(base)["history_timeout"] == 10 and validate(base)["history_min_change"] == 0.05
+    for name, bad in (("history_timeout", 0), ("history_timeout", "soon"), ("history_min_change", -0.1)):
+        with pytest.raises(ConfigError, match=f"'{name}'.*{bad}"):
+            validate(base | {name: bad})
+
+
+def test_left_out_runs_and_series_are_listed_with_why(tmp_path):
+    where = str(tmp_path / "h.sqlite")
+    for i, night in enumerate(("n1", "n2", "n3", "n4")):
+        entries = run_rows(night, started=f"2026-0{i + 1}-01T00:00:00+00:00")
+        for e in entries:  # the first three nights' raw rows too short to count
+            if e["row"]["target"] == "raw" and i < 3:
+                e["row"] |= {"valid": False, "invalid_reasons": "short"}
+        store.append(where, entries)
+    gone = points.left_out(store.load(where))
+    assert points.left_out_summary(gone) == [
+        "6 run(s) of 2 series left out: invalid (short)",  # raw write and raw read, 3 nights each
+        "2 series left out: one valid run only: nothing to compare it with yet",
+    ]
+    shown = subprocess.run(
+        [sys.executable, "-m", "fsbench", "history", "changes", "--store", where],
+        env=os.environ | {"PYTHONPATH": str(REPO / "scripts")},
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0 and "6 run(s) of 2 series left out: invalid (short)" in shown.stdout, shown.stdout

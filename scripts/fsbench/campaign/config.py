@@ -9,7 +9,9 @@ import difflib
 import functools
 import json
 import os
+import re
 import stat
+import urllib.parse
 from pathlib import Path
 
 import jsonschema
@@ -159,7 +161,41 @@ def _why_no_io_uring() -> str | None:
     return why_unavailable()
 
 
+# Where libpq (and so psycopg) finds a PostgreSQL password itself: a URL must not carry one, or Snakemake writes it
+# into .snakemake/metadata/ (rule params) and fsbench into its logs and records.
+PASSWORD_PLACES = (
+    "PGPASSWORD in the environment, ~/.pgpass (or PGPASSFILE), or a service file (PGSERVICE, pg_service.conf)"
+)
+
+
+def url_password(store: str) -> bool:
+    """Whether a store URL carries a password (user:pw@host, or ?password=)."""
+    if "://" not in store:
+        return False
+    parts = urllib.parse.urlsplit(store)
+    try:
+        given = parts.password is not None
+    except ValueError:  # a netloc urllib cannot read: look for user:pw@ by hand
+        given = bool(re.match(r"[^/@]*:[^/@]*@", store.split("://", 1)[1]))
+    return given or "password" in urllib.parse.parse_qs(parts.query)
+
+
+def without_password(store: str) -> str:
+    """The URL as a message may show it."""
+    shown = re.sub(r"^([a-z0-9+]+://[^/:@]*):[^/@]*@", r"\1:***@", store)
+    return re.sub(r"([?&]password=)[^&]*", r"\1***", shown)
+
+
+def password_refused(key: str, store: str) -> ConfigError:
+    return ConfigError(
+        f"config key '{key}': value {without_password(store)!r} is not allowed; allowed: a URL without a password "
+        f"(it would be written into .snakemake/ and the logs); give the password in {PASSWORD_PLACES}"
+    )
+
+
 def _check_semantics(config: dict) -> None:
+    if isinstance(config["history"], str) and url_password(config["history"]):
+        raise password_refused("history", config["history"])
     io = config["io"]
     io["size"] = _size(io["size"], "io.size")
     io["block_sizes"] = [_size(bs, f"io.block_sizes[{i}]") for i, bs in enumerate(io["block_sizes"])]

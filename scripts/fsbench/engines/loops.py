@@ -127,7 +127,8 @@ def build(into: Path | None = None, extra: tuple[str, ...] = ()) -> Path:
 _lib = None
 
 
-def _library() -> ctypes.CDLL:
+def load() -> ctypes.CDLL:
+    """The library, built if need be and loaded once per process."""
     global _lib
     if _lib is None:
         lib = ctypes.CDLL(str(build()))
@@ -172,5 +173,5 @@ class Series:
 def run(io: IO) -> Out:
     """Move the blocks (the GIL is released meanwhile); errors come back in Out, for the caller to name."""
     out = Out()
-    _library().fsb_run(ctypes.byref(io), ctypes.byref(out))
+    load().fsb_run(ctypes.byref(io), ctypes.byref(out))
     return out

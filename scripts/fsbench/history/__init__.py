@@ -1,2 +1,3 @@
-"""History: every run's rows in one store (store), series of one cell over time (series), the change points in
-them (changes), the trend page (report), and `python -m fsbench history` (cli)."""
+"""History: every run's rows in one store (store), which rows are one series, the comparability key (key), the
+series' points run by run (points), the change points in them (changes), the trend page (report), and
+`python -m fsbench history` (cli)."""

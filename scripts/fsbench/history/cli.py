@@ -6,9 +6,11 @@ import yaml
 
 from ..campaign.config import ConfigError, validate
 
-# The commands (fsbench.history.commands: the store, pandas, ruptures, matplotlib) are imported only when a history
+# The commands (fsbench.history.commands: the store, pandas, matplotlib) are imported only when a history
 # command runs: `python -m fsbench part`, on every host of an all-hosts cell, should not pay for them.
 DEFAULT_STORE = "results/history.sqlite"
+DEFAULT_TIMEOUT = 10  # seconds (history_timeout's default, config/schema.yaml)
+DEFAULT_MIN_CHANGE = 0.05  # history_min_change's default
 
 
 def add_parser(sub) -> None:
@@ -18,7 +20,9 @@ def add_parser(sub) -> None:
     def verb(name, help):
         p = verbs.add_parser(name, help=help)
         p.add_argument("--store", help=f"a path (SQLite) or URL (postgresql://…); default: {DEFAULT_STORE}")
-        p.add_argument("--configfile", help="take the store from this campaign file's history key")
+        p.add_argument("--configfile", help="take the store (and its timeout) from this campaign file's history keys")
+        p.add_argument("--timeout", type=float, help="seconds a PostgreSQL server has to answer; default: 10")
+        p.add_argument("--min-change", type=float, help="the smallest change reported, as a fraction; default: 0.05")
         return p
 
     verb("runs", "list the runs in the store")
@@ -36,15 +40,24 @@ def add_parser(sub) -> None:
 
 
 def _store(args) -> str:
-    if args.store:
-        return args.store
+    """The store the command reads; sets args.timeout and args.min_change when not given."""
+    where, timeout, min_change = args.store, DEFAULT_TIMEOUT, DEFAULT_MIN_CHANGE
     if args.configfile:
         with open(args.configfile) as f:
-            where = validate(yaml.safe_load(f))["history"]
-        if where is False:
+            config = validate(yaml.safe_load(f))
+        timeout, min_change = config["history_timeout"], config["history_min_change"]
+        if where is None and config["history"] is False:
             raise ValueError(f"{args.configfile} has history: false; name a store with --store")
-        return where
-    return DEFAULT_STORE
+        where = where or config["history"]
+    if args.timeout is None:
+        args.timeout = timeout
+    elif args.timeout <= 0:
+        raise ValueError(f"--timeout {args.timeout}: seconds above 0")
+    if args.min_change is None:
+        args.min_change = min_change
+    elif not 0 < args.min_change <= 10:
+        raise ValueError(f"--min-change {args.min_change}: a fraction above 0 and at most 10 (0.05: 5 %)")
+    return where or DEFAULT_STORE
 
 
 def run(args) -> int:

@@ -3,8 +3,8 @@
 import pandas as pd
 
 from . import changes as changes_mod
+from . import points as points_mod
 from . import report as report_mod
-from . import series as series_mod
 from . import store as store_mod
 
 
@@ -14,25 +14,25 @@ def _show(df) -> str:
 
 
 def _runs(args, where) -> int:
-    print(_show(series_mod.runs(store_mod.load(where))))
+    print(_show(points_mod.runs(store_mod.load(where, args.timeout))))
     return 0
 
 
 def _series(args, where) -> int:
-    points = series_mod.points(store_mod.load(where))
+    points = points_mod.points(store_mod.load(where, args.timeout))
     if args.series is None:
         if len(points) == 0:
             print("(none)")
             return 0
-        listed = points.groupby("series").agg(runs=("campaign", "nunique"), last=("started", "max")).reset_index()
+        listed = points.groupby("series").agg(runs=("run", "nunique"), last=("started", "max")).reset_index()
         latest = points.sort_values("started").groupby("series").tail(1).set_index("series")
-        listed["cell"] = [series_mod.label(latest.loc[s]) for s in listed["series"]]
+        listed["cell"] = [points_mod.label(latest.loc[s]) for s in listed["series"]]
         table = listed
     else:
         table = points[points["series"] == args.series].drop(columns=["context"])
         if table.empty:
             raise ValueError(f"no series '{args.series}' in the store (`history series` lists them)")
-        table = table[["metric", "campaign", "started", "median", "low", "high", "n"]]
+        table = table[["metric", "run", "started", "median", "low", "high", "n"]]
     if args.csv:
         table.to_csv(args.csv, index=False)
         print(f"written: {args.csv}")
@@ -42,29 +42,36 @@ def _series(args, where) -> int:
 
 
 def _changes(args, where) -> int:
-    rows = store_mod.load(where)
-    found = changes_mod.analyse(series_mod.points(rows), store_mod.load_marks(where))
+    rows = store_mod.load(where, args.timeout)
+    found = changes_mod.analyse(points_mod.points(rows), store_mod.load_marks(where, args.timeout), args.min_change)
     if args.csv:
         found.to_csv(args.csv, index=False)
         print(f"written: {args.csv} ({len(found)} change point(s))")
     brief = ["series", "host", "array", "target", "op", "block_size", "metric", "after_run", "ratio", "p_value"]
-    print(_show(found[brief + ["verdict", "context_changed"]]))
+    print(_show(found[brief + ["verdict", "context_changed", "others"]]))
+    gone = points_mod.left_out(rows)
+    if len(gone):  # what no verdict could see, and why
+        print("left out:\n" + "\n".join(f"  {line}" for line in points_mod.left_out_summary(gone)))
+        print(_show(gone))
     if args.fail_on and (found["verdict"] == args.fail_on).any():
         return 1
     return 0
 
 
 def _report(args, where) -> int:
-    points = series_mod.points(store_mod.load(where))
-    marks = store_mod.load_marks(where)
-    found = changes_mod.analyse(points, marks)
-    out = report_mod.page(points, found, marks, args.output, f"fsbench history: {store_mod.describe(where)}")
+    rows = store_mod.load(where, args.timeout)
+    points = points_mod.points(rows)
+    marks = store_mod.load_marks(where, args.timeout)
+    found = changes_mod.analyse(points, marks, args.min_change)
+    title = f"fsbench history: {store_mod.describe(where)}"
+    invalid, gone = points_mod.points(rows, invalid=True), points_mod.left_out(rows)
+    out = report_mod.page(points, found, marks, args.output, title, invalid=invalid, left_out=gone)
     print(f"written: {out} and its plots in {out.parent / (out.stem + '-plots')}")
     return 0
 
 
 def _mark(args, where) -> int:
-    store_mod.mark(where, args.run, args.reason)
+    store_mod.mark(where, args.run, args.reason, args.timeout)
     print(f"marked: {args.run} starts a new baseline ({args.reason})")
     return 0
 

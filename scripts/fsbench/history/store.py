@@ -7,8 +7,9 @@ An append is one transaction: a run killed during it leaves the store as it was,
 all. Concurrent appends queue up: SQLite takes its write lock at BEGIN IMMEDIATE and waits for it up to
 BUSY_SECONDS; PostgreSQL lets both write and drops the duplicates (ON CONFLICT DO NOTHING).
 
-An SQLite store needs working file locks: keep it on a local disk, not on NFS or Lustre; a team shares a
-PostgreSQL store.
+An SQLite store needs working file locks: keep it on a local disk, not on NFS or Lustre (the run's log warns when
+it is on a network or FUSE filesystem); a team shares a PostgreSQL store. A PostgreSQL URL never holds a password
+(it would be written into .snakemake/ and the logs): libpq finds it in PGPASSWORD, ~/.pgpass or a service file.
 """
 
 import hashlib
@@ -20,14 +21,18 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from fsbench.campaign.config import password_refused, url_password
 from fsbench.measurement.rows import META_TEST, PLACE, TEST
 
-from .series import plain
+from .key import plain
 
 BUSY_SECONDS = 600  # how long an SQLite append waits for another one to finish
+TIMEOUT = 10  # seconds a PostgreSQL server has to answer a connection (history_timeout)
+# Filesystems where SQLite's file locks are not to be trusted (statfs names, as /proc/self/mountinfo gives them).
+SHARED_FS = ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "fuse")
 # What tells one stored row from another (its id is their hash: keep the order).
 IDENTITY = [*(c for c in PLACE if c != "fs_type"), *TEST, *META_TEST, "rep", "started_at", "engine"]
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the run column
 
 meta = sa.MetaData()
 rows = sa.Table(
@@ -35,13 +40,16 @@ rows = sa.Table(
     meta,
     sa.Column("row_id", sa.String(64), primary_key=True),  # sha256 of the identity (NULLs never unique in SQL)
     sa.Column("campaign", sa.Text, nullable=False, index=True),
+    # The measuring pass the row came from: "<campaign> <first started_at>" of the rows new to the store in one
+    # append. A rerun of aggregate/history adds no row, so no run; a re-measurement adds new rows, so a new run.
+    sa.Column("run", sa.Text, index=True),
     sa.Column("host", sa.Text, nullable=False),
     sa.Column("array", sa.Text, nullable=False),
     sa.Column("target", sa.Text, nullable=False),
     sa.Column("op", sa.Text, nullable=False),
     sa.Column("rep", sa.Integer, nullable=False),
     sa.Column("started_at", sa.Text, nullable=False),
-    sa.Column("series", sa.String(16), nullable=False, index=True),  # hash of the series key (fsbench.history.series)
+    sa.Column("series", sa.String(16), nullable=False, index=True),  # hash of the series key (fsbench.history.key)
     sa.Column("key", sa.Text, nullable=False),  # the series key, JSON
     sa.Column("context", sa.Text, nullable=False),  # the run's context, JSON
     sa.Column("row", sa.Text, nullable=False),  # the measurements.csv row, JSON
@@ -50,7 +58,7 @@ rows = sa.Table(
 marks = sa.Table(
     "marks",
     meta,
-    sa.Column("campaign", sa.Text, primary_key=True),  # the first run of a new baseline
+    sa.Column("campaign", sa.Text, primary_key=True),  # the first run of a new baseline: a run, or a campaign's first
     sa.Column("reason", sa.Text, nullable=False),
     sa.Column("marked_at", sa.Text, nullable=False),
 )
@@ -58,7 +66,9 @@ info = sa.Table("fsbench", meta, sa.Column("schema_version", sa.Integer, nullabl
 
 
 def url_of(store: str) -> str:
-    """A store as the config or --store gives it: a URL, or a path to an SQLite file."""
+    """A store as the config or --store gives it: a URL (never with a password), or a path to an SQLite file."""
+    if url_password(store):
+        raise password_refused("history", store)
     if "://" in store:
         # postgresql://… means psycopg 3 (SQLAlchemy's default for the bare scheme is psycopg2, not installed)
         return "postgresql+psycopg://" + store.split("://", 1)[1] if store.startswith("postgresql://") else store
@@ -81,7 +91,37 @@ def reaching(store: str):
         raise OSError(f"results store {describe(store)}: {why[0] if why else type(e).__name__}") from None
 
 
-def connect(store: str) -> sa.Engine:
+def filesystem_type(path: Path) -> str:
+    """The type of the filesystem `path` lies on, as /proc/self/mountinfo names it (the deepest mount above it)."""
+    path, best, found = Path(path).resolve(), -1, ""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        point = Path(fields[4].encode().decode("unicode_escape"))  # spaces and such come as \040 octal escapes
+        if (path == point or point in path.parents) and len(
+            point.parts
+        ) >= best:  # the later of two mounts on one point
+            best, found = len(point.parts), fields[fields.index("-") + 1]
+    return found
+
+
+def lock_warning(store: str) -> str | None:
+    """Why an SQLite store's folder is a bad place for it (a network or FUSE filesystem), or None."""
+    url = url_of(store)
+    if not url.startswith("sqlite:"):
+        return None
+    folder = Path(url.removeprefix("sqlite:///")).parent
+    while not folder.exists():
+        folder = folder.parent
+    kind = filesystem_type(folder)
+    if kind.split(".")[0] in SHARED_FS:
+        return (
+            f"the results store {folder} is on {kind}, where SQLite's file locks may not hold (two runs appending "
+            "at once can corrupt it): keep it on a local disk, or share a PostgreSQL store (history: postgresql://…)"
+        )
+    return None
+
+
+def connect(store: str, timeout: float = TIMEOUT) -> sa.Engine:
     url = url_of(store)
     if url.startswith("sqlite:"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
@@ -98,7 +138,8 @@ def connect(store: str) -> sa.Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    return sa.create_engine(url)
+    # libpq's connect_timeout: a server that drops packets fails the step in `timeout` s instead of hanging it
+    return sa.create_engine(url, connect_args={"connect_timeout": max(1, round(timeout))})
 
 
 def _create(conn) -> None:
@@ -107,6 +148,14 @@ def _create(conn) -> None:
     meta.create_all(conn, checkfirst=True)
     if conn.execute(sa.select(sa.func.count()).select_from(info)).scalar() == 0:
         conn.execute(info.insert().values(schema_version=SCHEMA_VERSION))
+    if "run" not in {c["name"] for c in sa.inspect(conn).get_columns("measurements")}:
+        # a store of schema 1 (a run was a campaign): each campaign's rows become one run
+        conn.execute(sa.text("ALTER TABLE measurements ADD COLUMN run TEXT"))
+        conn.execute(sa.text("CREATE INDEX IF NOT EXISTS ix_measurements_run ON measurements (run)"))
+        starts = conn.execute(sa.select(rows.c.campaign, sa.func.min(rows.c.started_at)).group_by(rows.c.campaign))
+        for campaign, started in starts.all():
+            conn.execute(rows.update().where(rows.c.campaign == campaign).values(run=f"{campaign} {started}"))
+        conn.execute(info.update().values(schema_version=SCHEMA_VERSION))
 
 
 def row_id(row: dict) -> str:
@@ -120,11 +169,11 @@ def _insert(dialect: str):
     )
 
 
-def append(store: str, entries: list[dict], batch: int = 500, between_batches=None) -> dict:
+def append(store: str, entries: list[dict], batch: int = 500, between_batches=None, timeout: float = TIMEOUT) -> dict:
     """Append (row, key, context) entries in one transaction; what was new, per campaign.
 
     `between_batches` is called inside the transaction after each batch (tests stop the process there)."""
-    engine = connect(store)
+    engine = connect(store, timeout)
     now = datetime.now(UTC).isoformat()
     values = []
     for e in entries:
@@ -150,35 +199,60 @@ def append(store: str, entries: list[dict], batch: int = 500, between_batches=No
     try:
         with reaching(store), engine.begin() as conn:
             _create(conn)
-            insert = _insert(conn.dialect.name).returning(rows.c.campaign)  # only the rows it inserted
+            known = set()
             for i in range(0, len(values), batch):
-                for campaign in conn.execute(insert, values[i : i + batch]).scalars():
-                    added[campaign] = added.get(campaign, 0) + 1
+                ids = [v["row_id"] for v in values[i : i + batch]]
+                known |= set(conn.execute(sa.select(rows.c.row_id).where(rows.c.row_id.in_(ids))).scalars())
+            new = [v for v in values if v["row_id"] not in known]
+            run = runs_of(new)
+            for v in new:
+                v["run"] = run[v["campaign"]]
+            insert = _insert(conn.dialect.name).returning(rows.c.run)  # only the rows it inserted
+            for i in range(0, len(new), batch):
+                for run in conn.execute(insert, new[i : i + batch]).scalars():
+                    added[run] = added.get(run, 0) + 1
                 if between_batches:
                     between_batches()
     finally:
         engine.dispose()
-    return {"store": describe(store), "rows": len(values), "added": sum(added.values()), "added_by_campaign": added}
+    return {"store": describe(store), "rows": len(values), "added": sum(added.values()), "added_by_run": added}
 
 
-def load(store: str) -> list[dict]:
+def runs_of(new: list[dict]) -> dict[str, str]:
+    """The run of the rows new to the store, per campaign: its name and the first of their started_at."""
+    first = {}
+    for v in new:
+        first[v["campaign"]] = min(first.get(v["campaign"], v["started_at"]), v["started_at"])
+    return {campaign: f"{campaign} {started}" for campaign, started in first.items()}
+
+
+def load(store: str, timeout: float = TIMEOUT) -> list[dict]:
     """Every row of the store: the measurement row with its `series`, `key` and `context`."""
-    engine = connect(store)
+    engine = connect(store, timeout)
     try:
         with reaching(store), engine.connect() as conn:
             if not sa.inspect(conn).has_table("measurements"):
                 return []
-            found = conn.execute(sa.select(rows.c.series, rows.c.key, rows.c.context, rows.c.row)).all()
+            _create_if_old(conn)
+            found = conn.execute(sa.select(rows.c.run, rows.c.series, rows.c.key, rows.c.context, rows.c.row)).all()
     finally:
         engine.dispose()
     return [
-        json.loads(r.row) | {"series": r.series, "key": json.loads(r.key), "context": json.loads(r.context)}
+        json.loads(r.row)
+        | {"run": r.run, "series": r.series, "key": json.loads(r.key), "context": json.loads(r.context)}
         for r in found
     ]
 
 
-def load_marks(store: str) -> dict[str, str]:
-    engine = connect(store)
+def _create_if_old(conn) -> None:
+    """Reading a store of an older schema: bring it up to date first."""
+    if "run" not in {c["name"] for c in sa.inspect(conn).get_columns("measurements")}:
+        _create(conn)
+        conn.commit()
+
+
+def load_marks(store: str, timeout: float = TIMEOUT) -> dict[str, str]:
+    engine = connect(store, timeout)
     try:
         with reaching(store), engine.connect() as conn:
             if not sa.inspect(conn).has_table("marks"):
@@ -188,13 +262,15 @@ def load_marks(store: str) -> dict[str, str]:
         engine.dispose()
 
 
-def mark(store: str, campaign: str, reason: str) -> None:
-    """Campaign `campaign` starts a new baseline: a change up to it is intended, not reported."""
-    engine = connect(store)
+def mark(store: str, campaign: str, reason: str, timeout: float = TIMEOUT) -> None:
+    """Run `campaign` (as `history runs` names it, or a campaign name: its first run) starts a new baseline: a
+    change up to it is intended, not reported."""
+    engine = connect(store, timeout)
     try:
         with reaching(store), engine.begin() as conn:
             _create(conn)
-            known = conn.execute(sa.select(sa.func.count()).where(rows.c.campaign == campaign)).scalar()
+            named = sa.or_(rows.c.campaign == campaign, rows.c.run == campaign)
+            known = conn.execute(sa.select(sa.func.count()).where(named)).scalar()
             if not known:
                 raise ValueError(f"no run '{campaign}' in the store {describe(store)}")
             conn.execute(marks.delete().where(marks.c.campaign == campaign))

@@ -679,6 +679,14 @@ def _latency_panels(data: pd.DataFrame) -> tuple[Figure, list]:
     return fig, list(zip(axes, panels, strict=False))
 
 
+def _latency_labels(ax, title: str, xlabel: str) -> None:
+    """A latency panel's title, axis labels (latency per operation up) and grid."""
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("µs per operation (log)")
+    ax.grid(True, which="both", axis="both", alpha=0.3)
+
+
 def _latency(measurements: pd.DataFrame) -> Figure | None:
     """The classic load-latency curve: per op and test a panel, IOPS on x, p99 (solid) and p50 (dashed) latency on
     y, both log; one line per target through its queue depths (medians of the repetitions). A point of a cell that
@@ -722,10 +730,7 @@ def _latency(measurements: pd.DataFrame) -> Figure | None:
         ax.set_xscale("log")
         ax.set_yscale("log")
         _log_ticks(ax.xaxis, ax.yaxis)
-        ax.set_title(_panel_title(part.iloc[0], vary), fontsize=10)
-        ax.set_xlabel("IOPS (median, log)")
-        ax.set_ylabel("µs per operation (log)")
-        ax.grid(True, which="both", axis="both", alpha=0.3)
+        _latency_labels(ax, _panel_title(part.iloc[0], vary), "IOPS (median, log)")
     fig.suptitle(
         "Latency under load: IOPS against p99 (solid, ◆) and p50 (dashed, ●) latency, "
         "one line per target through its queue depths (qd)\n"
@@ -796,10 +801,7 @@ def _latency_percentiles(curves: pd.DataFrame) -> Figure | None:
         _log_ticks(ax.yaxis)
         ax.set_xticks(_nines(PERCENTILE_TICKS), [f"p{p:g}" for p in PERCENTILE_TICKS])
         ax.set_xlim(_nines(45), _nines(99.995))
-        ax.set_title(_panel_title(part.iloc[0], vary), fontsize=10)
-        ax.set_xlabel("percentile (log scale: each nine the same width)")
-        ax.set_ylabel("µs per operation (log)")
-        ax.grid(True, which="both", axis="both", alpha=0.3)
+        _latency_labels(ax, _panel_title(part.iloc[0], vary), "percentile (log scale: each nine the same width)")
     fig.suptitle(
         "Latency percentiles: the distribution of every operation of each cell, its repetitions pooled\n"
         "a curve stops where the operations run out (p99.99 needs 10,000); lower is better",
