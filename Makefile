@@ -18,7 +18,7 @@ report: setup
 	$(SNAKEMAKE) --cores 1 --configfile $(CAMPAIGN) --report $$(PYTHONPATH=scripts .venv/bin/python -m fsbench results $(CAMPAIGN))/report.html
 
 test: setup
-	.venv/bin/pytest -q tests
+	.venv/bin/pytest -q -rs tests
 
 lint: setup
 	.venv/bin/ruff check scripts tests benchmarks
@@ -29,6 +29,9 @@ lint: setup
 # Unmount, detach and delete everything a campaign holds under its scratch folder (CAMPAIGN=file.yaml).
 release: setup
 	PYTHONPATH=scripts .venv/bin/python -m fsbench release $(CAMPAIGN)
+
+# Each bench-* below has a smoke mode, `make bench-X SMOKE=1`: tiny sizes, one round, the table printed and no doc
+# written; tests/test_benchmarks.py runs them so that a benchmark that no longer runs fails CI.
 
 # fsbench's python engine against fio's own reported figures (bw, IOPS at QD1 and QD32), paired in 5 rounds on a
 # RAM-backed loop device (2 GiB in /dev/shm, root), with the CPU each spends; called directly, and through a
