@@ -48,6 +48,18 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "needs(capability): the test needs it (see CAPABILITIES)")
 
 
+def pytest_collection_modifyitems(config, items):
+    """make test runs two workers (pytest-xdist, --dist loadgroup). Tests that start the machine's one local Slurm
+    form one group, which one worker runs in turn (they would only wait on its lock); tests whose figures hang on
+    a throttle's timing form another, one at a time on a worker of their own. The rest go wherever a worker is
+    free: each test has its own scratch folder, loop devices, mounts and servers."""
+    for item in items:
+        if item.path.name.startswith("test_slurm") or item.name == "test_bench_cluster_runs":
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif any("throttle" in m.args for m in item.iter_markers("needs")):
+            item.add_marker(pytest.mark.xdist_group("throttle"))
+
+
 def missing(capability: str, reason: str):
     """`capability` is not here (`reason`): fail the test if FSBENCH_REQUIRE names it, else skip it."""
     assert capability in CAPABILITIES, capability
