@@ -4,7 +4,7 @@ SNAKEMAKE := .venv/bin/snakemake
 CORES ?= 2
 CAMPAIGN ?= config/config.yaml
 
-.PHONY: setup bench test lint release report bench-engines bench-dag bench-cluster bench-history
+.PHONY: setup bench test lint release report bench-engines bench-dag bench-cluster bench-history bench-peers
 
 setup:
 	@tools/setup.sh
@@ -18,7 +18,7 @@ report: setup
 	$(SNAKEMAKE) --cores 1 --configfile $(CAMPAIGN) --report $$(PYTHONPATH=scripts .venv/bin/python -m fsbench results $(CAMPAIGN))/report.html
 
 test: setup
-	.venv/bin/pytest -q tests
+	.venv/bin/pytest -q -rs -n 2 --dist loadgroup --durations=15 tests
 
 lint: setup
 	.venv/bin/ruff check scripts tests benchmarks
@@ -29,6 +29,9 @@ lint: setup
 # Unmount, detach and delete everything a campaign holds under its scratch folder (CAMPAIGN=file.yaml).
 release: setup
 	PYTHONPATH=scripts .venv/bin/python -m fsbench release $(CAMPAIGN)
+
+# Each bench-* below has a smoke mode, `make bench-X SMOKE=1`: tiny sizes, one round, the table printed and no doc
+# written; tests/test_benchmarks.py runs them so that a benchmark that no longer runs fails CI.
 
 # fsbench's python engine against fio's own reported figures (bw, IOPS at QD1 and QD32), paired in 5 rounds on a
 # RAM-backed loop device (2 GiB in /dev/shm, root), with the CPU each spends; called directly, and through a
@@ -56,3 +59,10 @@ bench-history: setup
 # keeps it in docs/bench-cluster.md.
 bench-cluster: setup
 	flock /tmp/fsbench-slurm.lock .venv/bin/python benchmarks/cluster.py
+
+# fsbench against IOR and mdtest (built out of tree from ../shared/peers by tools/peers.py) with the same parameters
+# on the same storage: a RAM-backed ext4 and the test cluster's GlusterFS volume (which takes
+# /tmp/fsbench-slurm.lock while it runs); paired rounds. Keeps the table in docs/bench-peers.md. SMOKE=1: tiny
+# sizes, one round, ext4 only, nothing written.
+bench-peers: setup
+	.venv/bin/python benchmarks/peers.py

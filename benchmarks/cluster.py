@@ -16,6 +16,10 @@ of the array and host (the whole group job). Nothing is attached for that part.
 
 Needs root (loop devices, Slurm). Run it under `flock /tmp/fsbench-slurm.lock` (the Makefile does): one local Slurm
 at a time on a machine. Prints the table and writes it to docs/bench-cluster.md.
+
+SMOKE=1 (tests/test_benchmarks.py): 4 MiB per measurement, one repeat, one round, each start timed once (the
+2,000-cell campaign is bench-dag's smoke one), the table printed and no doc written: that it still runs, not what
+it measures.
 """
 
 import json
@@ -50,7 +54,13 @@ from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = str(REPO / ".venv/bin/snakemake")
 SLURM = ["--profile", str(REPO / "profiles" / "slurm")]
-ROUNDS = int(os.environ.get("ROUNDS", "2"))
+SMOKE = os.environ.get("SMOKE", "") not in ("", "0")
+ROUNDS = 1 if SMOKE else int(os.environ.get("ROUNDS", "2"))
+IO = (
+    {"size": "4MiB", "block_sizes": ["1MiB"], "repeats": 1}
+    if SMOKE
+    else {"size": "128MiB", "block_sizes": ["1MiB"], "repeats": 2}
+)
 LIMIT = 300  # seconds: a start that takes longer is reported as more than this
 HERE, OTHER = socket.gethostname(), "fsbench-n2"
 SCRATCH = Path("/var/tmp/fsbench-bench-cluster")
@@ -64,14 +74,14 @@ def small(scratch: Path, name: str, hosts: list[str]) -> dict:
         "hosts": hosts,
         "arrays": {"demo": {"kind": "loop", "size": "640MiB"}},
         "filesystems": {"ext4": {"type": "ext4"}, "xfs": {"type": "xfs"}},
-        "io": {"size": "128MiB", "block_sizes": ["1MiB"], "repeats": 2},
+        "io": IO,
     }
 
 
 TEN = {  # raw + 4 filesystems × 1 test × 2 repeats
     "arrays": {"demo": {"kind": "loop", "size": "1GiB"}},
     "filesystems": FILESYSTEMS,
-    "io": {"size": "128MiB", "block_sizes": ["1MiB"], "repeats": 2},
+    "io": IO,
 }
 # As bench-dag's (2,000 cells and repeats), under this benchmark's own campaign name.
 LARGE = {key: value for key, value in DAG_LARGE.items() if key != "campaign"}
@@ -287,12 +297,13 @@ def main() -> int:
             rounds.append(one_round(tmp, n))
             print(f"round {n}: " + ", ".join(f"{k} {v['seconds']:.1f} s" for k, v in rounds[-1].items()), flush=True)
         starts = [
-            start_in_job(tmp, "ten", TEN, runs=3, per_round=False) | {"name": "10 cells"},
+            start_in_job(tmp, "ten", TEN, runs=1 if SMOKE else 3, per_round=False) | {"name": "10 cells"},
             start_in_job(tmp, "large", LARGE, runs=1, per_round=True) | {"name": "2,000 cells"},
         ]
     text = table(rounds, starts)
     print(text)
-    (REPO / "docs" / "bench-cluster.md").write_text(text)
+    if not SMOKE:
+        (REPO / "docs" / "bench-cluster.md").write_text(text)
     return 0
 
 

@@ -15,6 +15,9 @@ makes the dry run of 10,000 cells cost at the measured per-job cost (computed, n
 
 Nothing is attached, made or mounted: every workdir and the scratch live in a tempdir removed at the end.
 Prints the table and writes it to docs/bench-dag.md. The goal is for planning, never asserted in tests.
+
+SMOKE=1 (tests/test_benchmarks.py): tiny campaigns, one round, the table printed and no doc written: that it
+still runs, the job formula included, not what it measures.
 """
 
 import os
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,13 +46,20 @@ SNAKEMAKE = str(REPO / ".venv/bin/snakemake")
 # fsbench's runs get it by themselves (a workflow profile); the comparison workflows are given it, so that all
 # three run with the same settings (storage_io=1, rerun-incomplete, no Snakemake directory lock).
 PROFILE = REPO / "profiles" / "default"
-ROUNDS = 3
+SMOKE = os.environ.get("SMOKE", "") not in ("", "0")
+ROUNDS = 1 if SMOKE else 3
 GOAL = 1.5  # fsbench's seconds per job at most this many times the comparison workflow's
 WORKFLOWS = ("fsbench", "bare", "shaped")
 # The jobs a cell and repeat costs: its device steps. Raw and path targets are written on the array itself.
 STEPS = {"filesystem": ("mkfs", "mount", "write", "read"), "raw": ("write", "read"), "path": ("write", "read")}
 PER_ARRAY = ("prepare_array", "release")  # per host × array
-PER_CAMPAIGN = ("aggregate", "plots", "provenance", "all")  # + baselines where the campaign has baselines
+PER_CAMPAIGN = ("aggregate", "plots", "provenance", "all")
+# Per campaign, where its config asks for them (rules/common.smk's targets).
+IF_CONFIGURED = {
+    "baselines": lambda config: bool(config["baselines"]),
+    "history": lambda config: config["history"] is not False,
+    "compare": lambda config: bool(config["compare_to"]),
+}
 
 FILESYSTEMS = {"ext3": {"type": "ext3"}, "ext4": {"type": "ext4"}, "xfs": {"type": "xfs"}, "btrfs": {"type": "btrfs"}}
 LARGE = {  # 1 array × (raw + 4 filesystems) × 4 block sizes × 2 patterns × 2 direct × 5 streams × 5 repeats
@@ -76,6 +87,10 @@ FINISHED = {  # 1 array × (raw + 4 filesystems) × 2 block sizes × 11 repeats
     "filesystems": FILESYSTEMS,
     "io": {"size": "512MiB", "block_sizes": ["1MiB", "4MiB"], "repeats": 11},
 }
+if SMOKE:  # raw and one filesystem, one of everything
+    SMALL_IO = {"size": "1MiB", "block_sizes": ["1MiB"], "patterns": ["seq"], "direct": [True], "repeats": 1}
+    LARGE = {**LARGE, "filesystems": {"ext4": {"type": "ext4"}}, "io": SMALL_IO}
+    FINISHED = {**FINISHED, "filesystems": {"ext4": {"type": "ext4"}}, "io": SMALL_IO}
 SHAPES = {
     "large": "1 loop array × (raw + ext3, ext4, xfs, btrfs) × 4 block sizes × 2 patterns × 2 direct × 5 streams × "
     "5 repeats; nothing done yet",
@@ -151,20 +166,26 @@ def job_stats(dry_run: str) -> dict[str, int]:
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
 
 
-def expected_jobs(config: dict) -> int:
-    """What fsbench plans for a campaign of fixed repeats: per cell and repeat its steps, per host × array
-    prepare_array and release, per campaign aggregate, plots, provenance (and baselines) and all."""
+def expected_jobs(config: dict) -> dict[str, int]:
+    """What fsbench plans for a campaign of fixed repeats, per rule and in total: per cell and repeat its steps,
+    per host × array prepare_array and release, per campaign aggregate, plots, provenance and all (and baselines,
+    history, compare where the config asks for them)."""
     config = validate(config | {"scratch": "/nonexistent"})
-    per_cell = sum(len(STEPS.get(c.target, STEPS["filesystem"])) for c in cells(config))
-    per_array = len(PER_ARRAY) * len(hosts(config)) * len(config["arrays"])
-    return per_cell + per_array + len(PER_CAMPAIGN) + bool(config["baselines"])
+    jobs = Counter(step for c in cells(config) for step in STEPS.get(c.target, STEPS["filesystem"]))
+    jobs.update({rule: len(hosts(config)) * len(config["arrays"]) for rule in PER_ARRAY})
+    jobs.update([*PER_CAMPAIGN, *(rule for rule, asked in IF_CONFIGURED.items() if asked(config))])
+    return dict(jobs) | {"total": sum(jobs.values())}
 
 
 def check_formula(config: dict, stats: dict[str, int]) -> None:
-    if expected_jobs(config) != stats["total"]:
+    """The formula against the dry run's job stats, rule by rule: a rule added to the workflow (or dropped) stops
+    the benchmark, naming it, and tests/test_benchmarks.py runs this in CI."""
+    expected = expected_jobs(config)
+    if expected != stats:
+        off = {r: (expected.get(r, 0), stats.get(r, 0)) for r in expected | stats if expected.get(r) != stats.get(r)}
         sys.exit(
-            f"the job formula gives {expected_jobs(config)} jobs for campaign {config['campaign']}, the dry run "
-            f"planned {stats['total']}: {stats}; update STEPS, PER_ARRAY and PER_CAMPAIGN in benchmarks/dag.py"
+            f"the job formula and the dry run of campaign {config['campaign']} differ (rule: formula, dry run): "
+            f"{off}; update STEPS, PER_ARRAY, PER_CAMPAIGN or IF_CONFIGURED in benchmarks/dag.py"
         )
 
 
@@ -297,7 +318,8 @@ def main() -> int:
         shutil.rmtree(tmp)
     table = render(measured, load, os.getloadavg()[0])
     print(table)
-    (REPO / "docs" / "bench-dag.md").write_text(table)
+    if not SMOKE:
+        (REPO / "docs" / "bench-dag.md").write_text(table)
     return 0
 
 
@@ -349,7 +371,7 @@ def cost(dry: Measured) -> list[str]:
     """How many jobs a cell costs, what fsbench spends on them, and what 10,000 cells would take to plan."""
     per_job = {name: dry.median(name) / dry.n_jobs for name in WORKFLOWS}
     bare, shaped, own = per_job["bare"], per_job["shaped"] - per_job["bare"], per_job["fsbench"] - per_job["shaped"]
-    huge = expected_jobs(HUGE)
+    huge = expected_jobs(HUGE)["total"]
     huge_cells = sum(1 for _ in cells(validate(HUGE | {"scratch": "/nonexistent"})))
     rules = ", ".join(f"{rule} {n}" for rule, n in dry.stats.items() if rule != "total")
     return [
@@ -358,7 +380,8 @@ def cost(dry: Measured) -> list[str]:
         f"Per cell and repeat: {len(STEPS['filesystem'])} jobs for a filesystem target "
         f"({', '.join(STEPS['filesystem'])}), {len(STEPS['raw'])} for a raw or path target "
         f"({', '.join(STEPS['raw'])}). Per host × array: {len(PER_ARRAY)} ({', '.join(PER_ARRAY)}). Per campaign: "
-        f"{len(PER_CAMPAIGN)} ({', '.join(PER_CAMPAIGN)}), and baselines where the campaign has them. Checked "
+        f"{len(PER_CAMPAIGN)} ({', '.join(PER_CAMPAIGN)}), and {', '.join(IF_CONFIGURED)} where the campaign asks "
+        "for them. Checked "
         f"against both dry runs' job stats; the large campaign's: {rules}, total {dry.n_jobs}.",
         "",
         f"In the dry run fsbench spends {1000 * per_job['fsbench']:.2f} ms per job: Snakemake's floor "

@@ -74,6 +74,7 @@ rule release:
 
 
 onstart:
+    stop_on_sigterm()
     check_cluster_hosts()
     hold_campaign_lock()
 

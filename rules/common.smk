@@ -1,4 +1,5 @@
 import hashlib
+import signal
 import sys
 from pathlib import Path
 
@@ -233,6 +234,13 @@ def hold_campaign_lock():
         for dev in [array.get("device")] + array.get("devices", []):
             if dev:
                 HELD_LOCKS.append(lock_device(dev, NAME))
+
+
+def stop_on_sigterm():
+    """SIGTERM stops the run as Ctrl-C does: running jobs are stopped (Slurm jobs cancelled), then onerror
+    releases. Snakemake's own handler, set when its scheduler starts (before onstart), waits for every running job
+    to finish: a whole group job through Slurm."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
 
 
 def release_all():

@@ -2,13 +2,13 @@
 
 from fsbench.measurement.steps import precondition
 from fsbench.toolkit.records import read_json, write_json
-from fsbench.toolkit.run_step import run_step
+from fsbench.toolkit.run_step import run_device_step
 
 p = snakemake.params
 what = f"precondition of {p.array} on {p.host}"
 write_json(
     snakemake.output[0],
-    run_step(
+    run_device_step(
         snakemake.log[0],
         precondition,
         p.spec,

@@ -6,14 +6,15 @@ from pathlib import Path
 from fsbench.campaign.cells import ALL_HOSTS, CellSpec
 from fsbench.measurement import all_hosts, steps
 from fsbench.toolkit.records import read_json, write_json
-from fsbench.toolkit.run_step import run_step
+from fsbench.toolkit.run_step import run_device_step
 
 p = snakemake.params
 cell = CellSpec.from_params(p.cell)
 what = cell.describe("read")
 if cell.host == ALL_HOSTS:
     parts = Path(snakemake.output[0]).parent / "hosts"
-    record = run_step(snakemake.log[0], all_hosts.measure, cell, "read", p.hosts, p.scratch, parts, what=what)
+    record = run_device_step(snakemake.log[0], all_hosts.measure, cell, "read", p.hosts, p.scratch, parts, what=what)
 else:
-    record = run_step(snakemake.log[0], steps.read, cell, read_json(snakemake.input.write), cell.workdir, what=what)
+    before = read_json(snakemake.input.write)
+    record = run_device_step(snakemake.log[0], steps.read, cell, before, cell.workdir, what=what)
 write_json(snakemake.output[0], record)

@@ -5,15 +5,16 @@ from pathlib import Path
 from fsbench.campaign.cells import ALL_HOSTS, CellSpec
 from fsbench.measurement import all_hosts, steps
 from fsbench.toolkit.records import read_json, write_json
-from fsbench.toolkit.run_step import run_step
+from fsbench.toolkit.run_step import run_device_step
 
 p, out = snakemake.params, snakemake.output
 cell = CellSpec.from_params(p.cell)
 what = cell.describe("write")
 if cell.host == ALL_HOSTS:
     parts = Path(out.record).parent / "hosts"  # each host's own records, beside the cell's
-    record = run_step(snakemake.log[0], all_hosts.measure, cell, "write", p.hosts, p.scratch, parts, what=what)
+    record = run_device_step(snakemake.log[0], all_hosts.measure, cell, "write", p.hosts, p.scratch, parts, what=what)
 else:
-    record = run_step(snakemake.log[0], steps.write, cell, read_json(snakemake.input.setup), cell.workdir, what=what)
+    before = read_json(snakemake.input.setup)
+    record = run_device_step(snakemake.log[0], steps.write, cell, before, cell.workdir, what=what)
 write_json(out.record, record)
 Path(out.ready).touch()

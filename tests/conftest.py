@@ -1,11 +1,11 @@
 """Shared fixtures: a private scratch folder per test that is always released, and a campaign runner."""
 
+import fcntl
 import os
 import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from contextlib import contextmanager, suppress
@@ -18,13 +18,77 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
+import slowdev  # noqa: E402
+
 from fsbench.measurement.rows import COLUMNS as MEASUREMENT_COLUMNS  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 
 SNAKEMAKE = REPO / ".venv" / "bin" / "snakemake"
 SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="loop devices, mkfs and mount need root")
+# What some tests need from the machine. A test without it skips, saying why; a capability named in
+# FSBENCH_REQUIRE (comma-separated, or `all`) fails it instead, so CI on a machine that has it cannot pass without.
+CAPABILITIES = ("root", "slurm", "postgres", "chromium", "throttle", "io_uring")
+
+
+def required() -> set[str]:
+    names = {n.strip() for n in os.environ.get("FSBENCH_REQUIRE", "").split(",") if n.strip()}
+    if "all" in names:
+        return set(CAPABILITIES)
+    if unknown := names - set(CAPABILITIES):
+        raise pytest.UsageError(
+            f"FSBENCH_REQUIRE={os.environ['FSBENCH_REQUIRE']!r}: unknown {sorted(unknown)}; "
+            f"allowed: {', '.join(CAPABILITIES)} or all"
+        )
+    return names
+
+
+def pytest_configure(config):
+    required()  # a misspelt name stops the run before any test
+    config.addinivalue_line("markers", "needs(capability): the test needs it (see CAPABILITIES)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """make test runs two workers (pytest-xdist, --dist loadgroup). Tests that start the machine's one local Slurm
+    form one group, which one worker runs in turn (they would only wait on its lock); tests whose figures hang on
+    a throttle's timing form another, one at a time on a worker of their own. The rest go wherever a worker is
+    free: each test has its own scratch folder, loop devices, mounts and servers."""
+    for item in items:
+        if item.path.name.startswith("test_slurm") or item.name == "test_bench_cluster_runs":
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+        elif any("throttle" in m.args for m in item.iter_markers("needs")):
+            item.add_marker(pytest.mark.xdist_group("throttle"))
+
+
+def missing(capability: str, reason: str):
+    """`capability` is not here (`reason`): fail the test if FSBENCH_REQUIRE names it, else skip it."""
+    assert capability in CAPABILITIES, capability
+    if capability in required():
+        pytest.fail(f"{capability} is required (FSBENCH_REQUIRE) but missing: {reason}", pytrace=False)
+    pytest.skip(f"{capability}: {reason}")
+
+
+def why_missing(capability: str) -> str | None:
+    """Why `capability` is not here, None when it is (the checks that need no test to run first)."""
+    if capability in ("root", "throttle") and os.geteuid() != 0:
+        return "loop devices, mkfs, mount and cgroups need root"
+    if capability == "throttle":
+        return slow_unavailable()
+    if capability == "io_uring":
+        from fsbench.engines.uring import why_unavailable
+
+        return why_unavailable()
+    return None
+
+
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("needs"):
+        for capability in mark.args:
+            if reason := why_missing(capability):
+                missing(capability, reason)
+
+
+needs_root = pytest.mark.needs("root")
 
 
 def held(scratch) -> list[str]:
@@ -208,86 +272,106 @@ SLURM_PROFILE = [
 ]
 
 
+SLURM_LOCK = Path("/tmp/fsbench-slurm.lock")  # one local Slurm per machine (tools/slurm_local.py)
+
+
+def lock_held_above() -> bool:
+    """Whether a process this one descends from holds SLURM_LOCK (pytest run under `flock SLURM_LOCK ...`)."""
+    try:
+        inode = SLURM_LOCK.stat().st_ino
+        locks = Path("/proc/locks").read_text().splitlines()
+    except FileNotFoundError:
+        return False
+    holders = {int(f[4]) for f in map(str.split, locks) if "FLOCK" in f and f[5].endswith(f":{inode}")}
+    pid = os.getppid()
+    while pid > 1:
+        if pid in holders:
+            return True
+        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return False
+
+
 @contextmanager
-def slurm_cluster(base: Path, nodes: int = 1):
-    """A real Slurm of `nodes` nodes (tools/slurm_local.py), or a skip saying why there is none; afterwards
-    every daemon and namespace it started is stopped, and the daemons' processes are gone."""
+def slurm_lock():
+    """SLURM_LOCK held while the body runs (waiting for whoever holds it), unless an ancestor already holds it."""
+    if lock_held_above():
+        yield
+        return
+    with SLURM_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextmanager
+def slurm_cluster(base: Path, nodes: int = 1, shared: Path | None = None):
+    """A real Slurm of `nodes` nodes (tools/slurm_local.py), or `missing` saying why there is none; with `shared`,
+    also a GlusterFS volume every node mounts there through a client of its own. Afterwards every daemon, mount
+    and namespace it started is stopped, and the daemons' processes are gone."""
     sys.path.insert(0, str(REPO / "tools"))
     import slurm_local
 
-    try:
-        env = slurm_local.start(base, nodes)
-    except slurm_local.Unavailable as e:
-        pytest.skip(f"no {nodes}-node Slurm here: {e}")
-    try:
-        yield env
-    finally:
-        stopped = slurm_local.stop(base)
-        namespaces = [f"netns {node}" for node in slurm_local.extra_nodes(nodes)]
-        assert len(stopped) == nodes + 2 + len(namespaces) and set(namespaces) <= set(stopped), stopped
-        for line in stopped:
-            if not line.startswith("netns "):
-                pid = int(line.split("(")[1].rstrip(")"))
-                assert not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    with slurm_lock():
+        try:
+            wait_for_other_slurm(base)
+            env = slurm_local.start(base, nodes, shared)
+        except slurm_local.Unavailable as e:
+            missing("slurm", f"no {nodes}-node Slurm{' with a shared filesystem' if shared else ''} here: {e}")
+        try:
+            yield env
+        finally:
+            stopped = slurm_local.stop(base)
+        check_stopped(stopped, nodes, shared is not None)
 
 
-# The kernel's block-I/O throttle (cgroup v1 blkio, root group): holds a loop device at a set rate, so that
-# a test can make a device noisy, or keep a write under way for as long as it needs.
-BLKIO = Path("/sys/fs/cgroup/blkio")
-LIMITS = [BLKIO / "blkio.throttle.write_bps_device", BLKIO / "blkio.throttle.read_bps_device"]
-needs_throttle = pytest.mark.skipif(
-    not all(p.exists() for p in LIMITS), reason="needs the cgroup v1 blkio throttle (to hold a device's rate)"
-)
+def wait_for_other_slurm(base: Path, wait_s: float = 1200) -> None:
+    """Wait while another local Slurm runs (a slurmctld, started by a program that does not take SLURM_LOCK), at
+    most `wait_s`; then slurm_local.start says why it cannot start, if it still cannot."""
+
+    def slurmctld_runs() -> bool:
+        for comm in Path("/proc").glob("[0-9]*/comm"):
+            try:
+                if comm.read_text().strip() == "slurmctld":
+                    return True
+            except OSError:
+                pass
+        return False
+
+    deadline = time.monotonic() + wait_s
+    while slurmctld_runs() and time.monotonic() < deadline:
+        time.sleep(5)
 
 
-def loop_devices_under(folder: Path) -> list[str]:
-    """MAJ:MIN of every loop device whose backing file lies under `folder`."""
-    found = []
-    for dev in Path("/sys/block").glob("loop*"):
-        backing = dev / "loop" / "backing_file"
-        if backing.exists() and backing.read_text().strip().startswith(str(folder) + "/"):
-            found.append((dev / "dev").read_text().strip())
-    return found
+def check_stopped(stopped: list[str], nodes: int, shared: bool = False) -> None:
+    """slurm_local.stop's answer: every daemon, mount and namespace it started is stopped, and the daemons are
+    gone (with a shared filesystem also a client per node, the brick, glusterd and a mount namespace per extra
+    node)."""
+    import slurm_local
+
+    namespaces = [f"netns {node}" for node in slurm_local.extra_nodes(nodes)]
+    expected = nodes + 2 + len(namespaces)
+    if shared:
+        expected += nodes + 2 + len(namespaces)
+    assert len(stopped) == expected and set(namespaces) <= set(stopped), stopped
+    for line in stopped:
+        if "(" in line:
+            pid = int(line.split("(")[1].rstrip(")"))
+            assert not os.path.exists(f"/proc/{pid}") or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
 
 
-def all_loop_devices() -> list[str]:
-    """MAJ:MIN of every loop device the kernel has made so far (attached or free)."""
-    return [(dev / "dev").read_text().strip() for dev in Path("/sys/block").glob("loop*")]
+# The tests' one throttle: a block device of a test's own held at a rate it can change while it runs
+# (tests/slowdev.py: the cgroup v1 blkio throttle where there is one, else a loop device over a paced FUSE file).
+needs_throttle = pytest.mark.needs("throttle")
 
 
-def throttle(dev: str, rate: int) -> None:
-    for limit in LIMITS:
-        limit.write_text(f"{dev} {rate}\n")  # 0 removes the limit
+def slow_unavailable() -> str | None:
+    return slowdev.unavailable()
 
 
-@contextmanager
-def loop_devices_held(rate: int):
-    """Every loop device, and any made while the body runs, held at `rate` bytes/s (reads and writes); the limits
-    are gone afterwards. A campaign takes the first free loop device: one is made (losetup -f) and held back with
-    the others before the body starts. Another program on this machine may still take it first, or lift the
-    (machine-wide) limits: every device is held back again every 20 ms while the body lasts."""
-    subprocess.run(["losetup", "-f"], check=True, capture_output=True)
-    loops = set(all_loop_devices())
-    for dev in loops:
-        throttle(dev, rate)
-    stop = threading.Event()
-
-    def hold_new_devices():
-        while not stop.wait(0.02):
-            loops.update(all_loop_devices())
-            held_back = {line.split()[0] for line in LIMITS[0].read_text().splitlines() if line.strip()}
-            for dev in loops - held_back:  # only where the limit is missing: setting it again restarts it
-                throttle(dev, rate)
-
-    watcher = threading.Thread(target=hold_new_devices)
-    watcher.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        watcher.join()
-        for dev in loops:
-            throttle(dev, 0)
+def slow_device(folder: Path, size: int, rate: int):
+    """A SlowDevice (.dev, .set_rate) of `size` bytes at `rate` bytes/s, its files under `folder`."""
+    if reason := slow_unavailable():
+        missing("throttle", reason)
+    return slowdev.slow_device(folder, size, rate)
 
 
 def proc_state(pid: int) -> str | None:
@@ -382,9 +466,9 @@ def postgres_server(password: str | None = None):
 
     bin_dir = postgres_bin()
     if bin_dir is None:
-        pytest.skip("no PostgreSQL (apt-get install postgresql): `make setup` installs it")
+        missing("postgres", "no PostgreSQL (apt-get install postgresql): `make setup` installs it")
     if os.geteuid() != 0:
-        pytest.skip("starting a PostgreSQL server as the postgres user needs root")
+        missing("postgres", "starting a PostgreSQL server as the postgres user needs root")
     user = pwd.getpwnam("postgres")
     root = Path("/var/tmp/fsbench-pg") / uuid.uuid4().hex[:12]
     data, sock = root / "data", root / "sock"

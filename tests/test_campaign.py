@@ -18,7 +18,7 @@ from fsbench.report.document import number
 from fsbench.toolkit.flags import INVALIDATING
 from fsbench.toolkit.sizes import parse_size
 
-from conftest import REPO, SNAKEMAKE, held, needs_root, private_scratch, run_campaign
+from conftest import REPO, SNAKEMAKE, held, missing, needs_root, private_scratch, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 
@@ -247,7 +247,7 @@ def test_report_shows_every_plot_in_a_real_browser(seed_run, seed_report, tmp_pa
     (the very PNG of plots/, decoded and painted), with its caption; the tables and provenance are there."""
     exe = find_browser()
     if exe is None:
-        pytest.skip("no Chromium found (apt-get install chromium, or set FSBENCH_BROWSER): `make setup` installs it")
+        missing("chromium", "no Chromium (apt-get install chromium, or set FSBENCH_BROWSER): `make setup` installs it")
     work, _, _ = seed_run
     out = work / "results/seed"
     plots = sorted(png.stem for png in (out / "plots").glob("*.png"))  # every plot the campaign made

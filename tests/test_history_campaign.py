@@ -1,5 +1,5 @@
 """History as a new user meets it: six runs of a small campaign under six names, on one device, into one store;
-the last three with the device slowed from outside (a blkio throttle the config cannot see, as a firmware
+the last three with the device slowed from outside (the tests' throttle, which the config cannot see, as a firmware
 regression would be). `history changes` must find exactly that, for raw and the filesystem, writes and reads, in
 the SQLite store and in a PostgreSQL one; the trend page must show it in a real browser."""
 
@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pandas as pd
@@ -15,9 +14,7 @@ import pytest
 import yaml
 from browser import Browser, find_browser
 
-from fsbench.storage import devices
-
-from conftest import BLKIO, PG_PASSWORD, REPO, SNAKEMAKE, MiB, needs_root, needs_throttle
+from conftest import PG_PASSWORD, REPO, SNAKEMAKE, MiB, missing, needs_root, needs_throttle, slow_device
 
 pytestmark = [needs_root, needs_throttle, pytest.mark.e2e]
 
@@ -28,28 +25,7 @@ FAST, SLOW = 16 * 10**6, 5 * 10**6
 NAMES = [f"nvme-2026-{m:02d}" for m in range(7, 13)]
 
 
-class Cgroup:
-    """A blkio cgroup of this test's own: processes started in it (and their children) meet its limits;
-    nothing else on the machine does."""
-
-    def __init__(self):
-        self.path = BLKIO / f"fsbench-test-{uuid.uuid4().hex[:8]}"
-        self.path.mkdir()
-
-    def limit(self, dev: str, rate: int) -> None:
-        for name in ("blkio.throttle.write_bps_device", "blkio.throttle.read_bps_device"):
-            (self.path / name).write_text(f"{dev} {rate}\n")
-
-    def enter(self):  # preexec_fn: the child joins before it execs
-        (self.path / "cgroup.procs").write_text("0")
-
-    def remove(self):
-        for pid in (self.path / "cgroup.procs").read_text().split():  # leftovers go back to the root group
-            (BLKIO / "cgroup.procs").write_text(pid)
-        self.path.rmdir()
-
-
-def campaign(workdir: Path, name: str, disk: str, scratch: Path, cgroup: Cgroup, **extra):
+def campaign(workdir: Path, name: str, disk: str, scratch: Path, **extra):
     config = {
         "campaign": name,
         "scratch": str(scratch / "c"),
@@ -61,7 +37,7 @@ def campaign(workdir: Path, name: str, disk: str, scratch: Path, cgroup: Cgroup,
     cfg = workdir / f"{name}.yaml"
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", "--configfile", cfg]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, preexec_fn=cgroup.enter)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"{name}: snakemake failed:\n{proc.stderr[-4000:]}"
     return proc
 
@@ -98,28 +74,24 @@ def no_password_in(folder: Path):
 
 def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_path, postgres_tcp):
     postgres = postgres_tcp  # over TCP, asking for a password that only PGPASSWORD holds
-    disk = devices.attach_loop_images(ram_scratch / "disks", 1, 128 * MiB)[0]
-    dev = (Path("/sys/block") / Path(disk).name / "dev").read_text().strip()
     work = tmp_path / "work"
     work.mkdir()
-    cgroup = Cgroup()
-    try:
+    with slow_device(ram_scratch / "disk", 128 * MiB, FAST) as slow:
+        disk = slow.dev
         for i, name in enumerate(NAMES):
-            cgroup.limit(dev, SLOW if i >= 3 else FAST)
-            campaign(work, name, disk, ram_scratch, cgroup)
+            slow.set_rate(SLOW if i >= 3 else FAST)
+            campaign(work, name, disk, ram_scratch)
             if i == 3:  # the first slow night: suspected at once, too few runs after it to confirm
                 first = fsbench(work, "history", "changes", "--csv", "first.csv", "--fail-on", "regression")
                 assert first.returncode == 0, first.stdout + first.stderr  # suspected does not fail CI
                 check_changes(pd.read_csv(work / "first.csv"), verdict="suspected")
         # the same six runs into a PostgreSQL store: a changed `history` reruns only the append, nothing measures
         for name in NAMES:
-            proc = campaign(work, name, disk, ram_scratch, cgroup, history=postgres)
+            proc = campaign(work, name, disk, ram_scratch, history=postgres)
             assert re.search(r"rule history\b", proc.stderr) and not re.search(r"rule (mkfs|write|read)\b", proc.stderr)
         # back to the SQLite store: rule history runs again, appends nothing and makes no run (nothing measured)
-        again = campaign(work, NAMES[-1], disk, ram_scratch, cgroup)
+        again = campaign(work, NAMES[-1], disk, ram_scratch)
         assert re.search(r"rule history\b", again.stderr) and not re.search(r"rule (write|read)\b", again.stderr)
-    finally:
-        cgroup.remove()
 
     no_password_in(work)
     for name in NAMES:  # every figure valid, so every run is in the series
@@ -151,7 +123,7 @@ def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_pat
 def check_page_in_browser(page: Path, tmp_path: Path):
     exe = find_browser()
     if exe is None:
-        pytest.skip("no Chromium found (apt-get install chromium, or set FSBENCH_BROWSER)")
+        missing("chromium", "no Chromium found (apt-get install chromium, or set FSBENCH_BROWSER)")
     with Browser(exe, tmp_path / "profile", failure_shot=tmp_path / "failure.png") as b:
         b.open(page.as_uri())
         panels = b.wait_for(

@@ -5,6 +5,7 @@ checks, a full filesystem during create on a real tmpfs), and end to end on ext4
 import errno
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -32,6 +33,34 @@ def test_every_phase_moves_every_file_and_times_each_one(tmp_path):
         assert all(s["latency"]["count"] == 300 for s in figure["streams"])
         assert 0 < figure["seconds"] <= figure["seconds_durable"]
     assert list(tmp_path.iterdir()) == []  # every tree removed
+
+
+class SlowListJob(MetaJob):
+    """Stream 1 takes 0.3 s longer to make its list of paths (its last path is slow), and says when it was done."""
+
+    def path(self, stream: int, i: int) -> str:
+        if stream == 1 and i == self.files - 1:
+            time.sleep(0.3)
+            Path(self.root, "listed").write_text(repr(time.time()))
+        return super().path(stream, i)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_no_stream_starts_its_clock_before_every_stream_has_its_list(tmp_path, phase):
+    """The start line is after each stream's set-up (its paths, its data), as mdtest's barrier is before its timer:
+    a stream that began while another still made its list stretched the phase by that lag (the stat phase, the
+    shortest, read ~0.5 of mdtest's rate partly from it)."""
+    from fsbench.engines.metadata import make_trees
+
+    job = SlowListJob(str(tmp_path / "t"), streams=2, files=50, file_size=16, dirs=1, fsync="none")
+    Path(job.root).mkdir()
+    make_trees(job)
+    for before in PHASES[: PHASES.index(phase)]:
+        run_phase(job, before)
+    figure = run_phase(job, phase)
+    listed = float(Path(job.root, "listed").read_text())
+    assert all(s["start"] >= listed for s in figure["streams"]), (listed, [s["start"] for s in figure["streams"]])
+    assert figure["seconds"] < 0.3  # the list's lag is outside the phase's time
 
 
 def test_files_are_spread_over_the_streams_own_dirs_and_hold_distinct_data(tmp_path):

@@ -16,10 +16,9 @@ from fsbench.engines import fio as fioengine
 from fsbench.engines import loops, mixed
 from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream, offsets
-from fsbench.storage import devices
 from fsbench.toolkit.sizes import parse_duration
 
-from conftest import RAM_ROOT, held, loop_devices_held, needs_root, needs_throttle, private_scratch, run_campaign
+from conftest import RAM_ROOT, held, needs_root, needs_throttle, private_scratch, run_campaign, slow_device
 
 KiB, MiB = 2**10, 2**20
 
@@ -113,16 +112,16 @@ def test_a_time_based_mix_runs_passes_until_the_time_is_up(tmp_path, stepping_cl
     assert got["read"]["ops"] == 3 * 48 + sum(mixed.kinds(64, 75, 0)[:8])  # three whole passes, then part of one
 
 
-# Real devices: the blkio throttle holds them slow enough that the time always ends the write first ---------------
+# Real devices: the tests' throttle holds them slow enough that the time always ends the write first --------------
 
 RATE = 16 * 10**6  # bytes/s, reads and writes
 
 
 @pytest.fixture
 def slow_loop():
-    """A loop device on a RAM-backed image, held at RATE."""
-    with private_scratch(RAM_ROOT) as scratch, loop_devices_held(RATE):
-        yield devices.attach_loop_images(scratch, 1, 64 * MiB)[0]
+    """A device of 64 MiB over RAM, held at RATE."""
+    with private_scratch(RAM_ROOT) as scratch, slow_device(scratch / "slow", 64 * MiB, RATE) as slow:
+        yield slow.dev
 
 
 @needs_root
@@ -149,17 +148,19 @@ def test_fio_stops_a_write_at_the_time_reads_what_it_wrote_and_mixes_for_the_tim
 @needs_throttle
 @pytest.mark.e2e
 def test_a_time_based_campaign_moves_what_the_time_allows_and_reads_exactly_that(tmp_path):
-    """A loop array held at 16 MB/s (raw and ext4) and a path array on tmpfs, 1 s per write, at most 24 MiB: the
+    """A device held at 16 MB/s (raw and ext4) and a path array on tmpfs, 1 s per write, at most 24 MiB: the
     slow one stops at the time, the fast one at io.size (flagged), and every read moves what its write moved."""
-    with private_scratch(RAM_ROOT) as scratch:
-        (scratch / "fast").mkdir()
+    with private_scratch(RAM_ROOT) as held_here, slow_device(held_here / "slow", 160 * MiB, RATE) as slow:
+        scratch = held_here / "campaign"
+        (scratch / "fast").mkdir(parents=True)
         config = {
             "campaign": "timed",
             "scratch": str(scratch),
             "arrays": {
-                "slow": {"kind": "loop", "size": "160MiB"},
+                "slow": {"kind": "device", "device": slow.dev},
                 "fast": {"kind": "path", "path": str(scratch / "fast")},
             },
+            "allow_destroy": [slow.dev],
             "raw": True,
             "filesystems": {"ext4": {"type": "ext4"}},
             "io": {
@@ -172,8 +173,7 @@ def test_a_time_based_campaign_moves_what_the_time_allows_and_reads_exactly_that
                 "repeats": 1,
             },
         }
-        with loop_devices_held(RATE):
-            run_campaign(tmp_path, config)
+        run_campaign(tmp_path, config)
         assert not held(scratch)
     df = pd.read_csv(tmp_path / "results/timed/measurements.csv")
     assert sorted(df.groupby(["array", "target"]).groups) == [("fast", "path"), ("slow", "ext4"), ("slow", "raw")]

@@ -60,10 +60,13 @@ def test_a_link_to_a_foreign_file_is_refused(system_conf, tmp_path):
     assert system_conf.resolve() == elsewhere
 
 
-def test_the_tests_skip_with_that_reason(system_conf, tmp_path):
+@pytest.mark.parametrize("require", ["", "slurm"])
+def test_the_tests_skip_with_that_reason_or_fail_where_slurm_is_required(system_conf, tmp_path, monkeypatch, require):
     system_conf.write_text(FOREIGN)
+    monkeypatch.setenv("FSBENCH_REQUIRE", require)
     reason = f"no 1-node Slurm here: {system_conf} belongs to another Slurm"
-    with pytest.raises(pytest.skip.Exception, match=re.escape(reason)):
+    outcome = pytest.fail.Exception if require else pytest.skip.Exception
+    with pytest.raises(outcome, match=re.escape(reason)):
         with slurm_cluster(tmp_path / "slurm"):
             pass
 

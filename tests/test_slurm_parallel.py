@@ -1,11 +1,12 @@
-"""Two Slurm nodes, each measuring a loop array of its own (tools/slurm_local.py; the second node a slurmd in
-namespaces of its own): each host's device steps are one group job on its node, the hosts measure at the same
-time while no two device steps of one host ever overlap, `hosts_parallel: false` makes them take turns, and a
-cancelled or killed group job is released at once and finished by the same command. Overlap is read from the
-steps' own records (when each started, how long it took)."""
+"""Two Slurm nodes, each measuring loop arrays of its own (tools/slurm_local.py; the second node a slurmd in
+namespaces of its own): each host's device steps of an array are one group job on its node, the hosts measure at
+the same time while no two device steps of one host ever overlap, `hosts_parallel: false` makes them take turns,
+and a cancelled or killed group job is released at once and finished by the same command. Overlap is read from
+the steps' own records: when each step began and ended, its set-up included (step_started_at, step_ended_at)."""
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -43,21 +44,16 @@ def two_hosts(scratch, name, **over) -> dict:
 
 
 def spans(results: Path) -> dict[str, list[tuple[float, float, str]]]:
-    """Per host, when each of its device steps ran (start, end, record), from the records the steps wrote: a
-    measurement's row (started_at, and its durable seconds: up to the flush), or a step's started_at and seconds."""
+    """Per host, when each of its device steps ran (start, end, record), from the span each step's record gives
+    (fsbench.toolkit.run_step.run_device_step): the whole step, not only what it measured. Every record under runs/
+    is a device step's, and must have it."""
     found: dict[str, list] = {}
     for path in (results / "runs").rglob("*.json"):
         record = json.loads(path.read_text())
-        if "row" in record:
-            start, seconds = (
-                record["row"]["started_at"],
-                max(record["row"]["seconds"], record["row"]["seconds_durable"]),
-            )
-        else:
-            start, seconds = record["started_at"], record["seconds"]
-        t0 = datetime.fromisoformat(start).timestamp()
+        start, end = (datetime.fromisoformat(record[k]).timestamp() for k in ("step_started_at", "step_ended_at"))
+        assert start <= end, path
         host = path.relative_to(results / "runs").parts[0]
-        found.setdefault(host, []).append((t0, t0 + seconds, str(path.relative_to(results))))
+        found.setdefault(host, []).append((start, end, str(path.relative_to(results))))
     return {host: sorted(s) for host, s in found.items()}
 
 
@@ -72,18 +68,29 @@ def slurm_jobs(base: Path, workdir: Path) -> list[str]:
 
 def test_hosts_with_their_own_arrays_measure_at_once_one_step_at_a_time_each(slurm2, tmp_path):
     base, env = slurm2
+    arrays = {"demo": {"kind": "loop", "size": "256MiB"}, "more": {"kind": "loop", "size": "256MiB"}}
     with private_scratch() as scratch:
-        run_campaign(tmp_path, two_hosts(scratch, "together"), *SLURM_PROFILE, env=env)
+        run = run_campaign(tmp_path, two_hosts(scratch, "together", arrays=arrays), *SLURM_PROFILE, env=env)
         assert not held(scratch)
     results = tmp_path / "results/together"
     df = pd.read_csv(results / "measurements.csv")
-    assert sorted(set(df.host)) == sorted([HERE, OTHER]) and len(df) == 2 * 2 * 2 * 2
-    # one group job per host, on that host
+    assert sorted(set(df.host)) == sorted([HERE, OTHER]) and len(df) == 2 * 2 * 2 * 2 * 2
+    # one Slurm job per host and array, run on that host: Snakemake names each job's group as it submits it
+    # (its log folder, group_fsbench-{host}-{array}_<its rules>), Slurm's job log says where the job ran
+    said = run.stdout + run.stderr
+    folders = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/group_([^/\s]+)/", said))
     jobs = slurm_jobs(base, tmp_path)
-    assert sorted(j.split("NodeList=")[1].split()[0] for j in jobs) == sorted([HERE, OTHER]), jobs
+    ran = {j.split("JobId=")[1].split()[0]: j.split("NodeList=")[1].split()[0] for j in jobs}
+    assert sorted(folders) == sorted(ran), (folders, jobs)
+    expected = sorted(f"fsbench-{host}-{array}" for host in (HERE, OTHER) for array in arrays)
+    group_of = {job: [g for g in expected if folder.startswith(f"{g}_")] for job, folder in folders.items()}
+    assert sorted(g for found in group_of.values() for g in found) == expected, folders  # each host and array once
+    group_of = {job: found[0] for job, found in group_of.items()}
+    assert all(group.startswith(f"fsbench-{ran[job]}-") for job, group in group_of.items()), (group_of, ran)
     assert all("JobState=COMPLETED" in j for j in jobs), jobs
     steps = spans(results)
-    assert all(len(s) == 1 + 2 * (2 + 4) for s in steps.values()), steps  # prepare_array; per rep raw 2, ext4 4
+    # per array prepare_array, per rep raw 2 steps and ext4 4
+    assert all(len(s) == 2 * (1 + 2 * (2 + 4)) for s in steps.values()), steps
     for host, s in steps.items():
         assert not overlapping(s), (host, overlapping(s))
     writes = {h: [x for x in s if x[2].endswith("/write.json")] for h, s in steps.items()}

@@ -1,56 +1,58 @@
-"""Two Slurm nodes writing and reading at once (an all-hosts cell), one of them slowed from outside: the kernel's
-blkio throttle holds every process of the second node's slurmd (and so its parts) at SLOW on the loop device
-under the shared path. That host is flagged straggler; the record and summary.md give each host's first-done and
-last-done, the tail and the stonewall rate."""
+"""Two Slurm nodes writing and reading at once (an all-hosts cell), one of them slowed from outside: each node's
+data folder on the shared path is a filesystem on a device of the test's own (the tests' throttle,
+conftest.slow_device), the first node's held at FAST, the second's at SLOW. That host is flagged straggler;
+the record and summary.md give each host's first-done and last-done, the tail and the stonewall rate, checked here
+against what each host's own row and series say, not against the formula that made them."""
 
 import json
 import socket
 import subprocess
-import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from fsbench.storage import devices
+from fsbench.measurement.all_hosts import part_workdir
 
-from conftest import BLKIO, SLURM_PROFILE, needs_root, needs_throttle, private_scratch, run_campaign, slurm_cluster
+from conftest import (
+    SLURM_PROFILE,
+    needs_root,
+    needs_throttle,
+    private_scratch,
+    run_campaign,
+    slow_device,
+    slurm_cluster,
+)
 
 pytestmark = [needs_root, needs_throttle, pytest.mark.e2e]
 HERE, OTHER = socket.gethostname(), "fsbench-n2"
-SLOW = 16 * 10**6  # bytes/s
+FAST, SLOW = 48 * 10**6, 16 * 10**6  # bytes/s: the first done after about 1 s, the other after 3 s
+SIZE = 48 * 2**20
 
 
 @contextmanager
-def slowed(pid: int, dev: str):
-    """Process `pid` and every process it starts from now on held at SLOW (reads and writes) on `dev`: a blkio
-    cgroup of their own. Afterwards every process in it goes back to the root group and the group goes."""
-    group = BLKIO / f"fsbench-slow-{uuid.uuid4().hex[:8]}"
-    group.mkdir()
-    try:
-        for kind in ("write", "read"):
-            (group / f"blkio.throttle.{kind}_bps_device").write_text(f"{dev} {SLOW}\n")
-        (group / "cgroup.procs").write_text(f"{pid}\n")
-        yield
-    finally:
-        for left in (group / "cgroup.procs").read_text().split():
-            try:
-                (BLKIO / "cgroup.procs").write_text(f"{left}\n")
-            except ProcessLookupError:
-                pass  # gone meanwhile
-        group.rmdir()
+def slowed(scratch: Path, shared: Path, folder: Path, host: str, rate: int):
+    """`host`'s data folder on `shared` (fsbench.storage.arrays.data_folder: fsbench-<campaign>-<its part folder>)
+    mounted from an ext4 of its own on a device held at `rate`."""
+    part = part_workdir(str(scratch), "straggler", "p", host)
+    data = shared / f"fsbench-{part.parent.name}-{part.name}"
+    data.mkdir()
+    with slow_device(folder / host, 256 * 2**20, 0) as device:
+        subprocess.run(["mkfs.ext4", "-q", "-F", device.dev], check=True)
+        subprocess.run(["mount", device.dev, str(data)], check=True)
+        device.set_rate(rate)
+        try:
+            yield device
+        finally:
+            subprocess.run(["umount", str(data)], check=True)
 
 
 def test_a_throttled_host_is_a_straggler_with_first_and_last_done_and_the_stonewall(tmp_path_factory):
     base, workdir = tmp_path_factory.mktemp("slurm2"), tmp_path_factory.mktemp("straggler")
-    with slurm_cluster(base, 2) as env, private_scratch() as scratch:
-        dev = devices.attach_loop_images(scratch / "images", 1, 512 * 2**20)[0]
-        subprocess.run(["mkfs.ext4", "-q", "-F", dev], check=True)
-        shared = scratch / "shared"
+    with slurm_cluster(base, 2) as env, private_scratch() as scratch, private_scratch() as held_here:
+        shared = scratch / "shared"  # every node sees it: they share this machine's files
         shared.mkdir()
-        subprocess.run(["mount", dev, str(shared)], check=True)
-        majmin = Path(f"/sys/class/block/{Path(dev).name}/dev").read_text().strip()
         config = {
             "campaign": "straggler",
             "scratch": str(scratch),
@@ -58,7 +60,7 @@ def test_a_throttled_host_is_a_straggler_with_first_and_last_done_and_the_stonew
             "arrays": {"p": {"kind": "path", "path": str(shared), "all_hosts": True}},
             "io": {"size": "48MiB", "block_sizes": ["1MiB"], "direct": [True], "repeats": 1, "cache": "fadvise"},
         }
-        with slowed(int((base / f"slurmd-{OTHER}.pid").read_text().split()[0]), majmin):
+        with slowed(scratch, shared, held_here, HERE, FAST), slowed(scratch, shared, held_here, OTHER, SLOW):
             run_campaign(workdir, config, *SLURM_PROFILE, env=env)
     out = workdir / "results/straggler"
     df = pd.read_csv(out / "measurements.csv")
@@ -73,10 +75,21 @@ def test_a_throttled_host_is_a_straggler_with_first_and_last_done_and_the_stonew
         hosts = record["hosts"]
         mine, theirs = hosts["hosts"][HERE], hosts["hosts"][OTHER]
         assert mine["last_done_s"] < theirs["last_done_s"] and "straggler" in theirs and "straggler" not in mine
-        assert hosts["first_done_s"] == pytest.approx(mine["last_done_s"])
-        assert hosts["tail_s"] == pytest.approx(theirs["last_done_s"] - mine["last_done_s"])
-        # When the fast host finished, the slow one had moved a little: the stonewall rate counts both by then.
-        assert 48 * 2**20 <= hosts["stonewall_bytes"] < 2 * 48 * 2**20
+        rows = {r["host"].split("@")[0]: r for r in record["parts"]}
+        series = dict(zip([HERE, OTHER], record["parts_timeseries"], strict=True))
+        # each host is done when its own row says its measurement ended, as long after the common start as its
+        # throttle takes for 48 MiB; the tail is the time between (the parts start together)
+        took = {h: rows[h]["seconds"] for h in (HERE, OTHER)}
+        assert hosts["first_done_s"] == pytest.approx(took[HERE], abs=0.25), (op, took, hosts)
+        assert theirs["last_done_s"] == pytest.approx(took[OTHER], abs=0.25), (op, took, hosts)
+        assert took == pytest.approx({HERE: SIZE / FAST, OTHER: SIZE / SLOW}, rel=0.1), op
+        assert hosts["tail_s"] == pytest.approx(took[OTHER] - took[HERE], abs=0.25), (op, took, hosts)
+        # When the fast host finished, the slow one had moved its own series' rate × the time it had run by then
+        mine_start, their_start = series[HERE]["start"], series[OTHER]["start"]
+        ran = hosts["first_done_s"] - (their_start - min(mine_start, their_start))
+        rate = sum(series[OTHER]["bytes"]) / (len(series[OTHER]["bytes"]) * series[OTHER]["interval_s"])
+        assert rate == pytest.approx(SLOW, rel=0.1), op
+        assert hosts["stonewall_bytes"] - SIZE == pytest.approx(rate * ran, rel=0.1), (op, rate, ran, hosts)
         assert hosts["stonewall_mb_s"] == pytest.approx(hosts["stonewall_bytes"] / hosts["first_done_s"] / 1e6)
         assert len(record["parts_timeseries"]) == 2 and record["timeseries"]["bytes"]
     md = (out / "summary.md").read_text()

@@ -5,7 +5,7 @@ the same command then completes the campaign.
 
 mkfs and mount fail through a tool of the same name first on PATH that fails while a marker file exists and
 otherwise runs the real one; the device vanishes for real (its image truncated, the loop device resized to
-nothing) while the blkio throttle holds the write under way.
+nothing) while the tests' throttle (conftest.slow_device) holds the write under way.
 """
 
 import os
@@ -20,16 +20,15 @@ import pandas as pd
 import pytest
 import yaml
 
-from fsbench.storage import devices
-
 from conftest import (
     REPO,
     SNAKEMAKE,
     held,
-    loop_devices_held,
     needs_root,
     needs_throttle,
+    private_scratch,
     run_campaign,
+    slow_device,
     small_campaign,
 )
 
@@ -124,15 +123,29 @@ exit 0"""
     assert not held(scratch)
 
 
+SIZE = 192 * MiB
+
+
+@pytest.fixture
+def slow():
+    """The campaign's device (conftest.slow_device), held at 8 MB/s: a 64 MiB direct write takes 8 s."""
+    with private_scratch() as folder, slow_device(folder / "slow", SIZE, 8 * 10**6) as device:
+        yield device
+
+
+def slow_campaign(scratch, name, slow) -> dict:
+    config = small_campaign(scratch, name, size="64MiB", direct=[True])
+    return config | {"arrays": {"demo": {"kind": "device", "device": slow.dev}}, "allow_destroy": [slow.dev]}
+
+
 @contextmanager
 def write_under_way(tmp_path, scratch, config):
-    """Run the campaign with every loop device held at 8 MB/s (set before it starts), so that its 64 MiB direct
-    write takes 8 s; yields (process, argv) once the write's data file exists. Afterwards the limits are gone
-    and no process of the run is left."""
+    """Run the campaign; yields (process, argv) once the write's data file exists. Afterwards no process of the
+    run is left."""
     cfg = tmp_path / "campaign.yaml"
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", str(cfg)]
-    with loop_devices_held(8 * 10**6), _started(argv, tmp_path, scratch) as run:
+    with _started(argv, tmp_path, scratch) as run:
         yield run, argv
 
 
@@ -165,36 +178,36 @@ def _started(argv: list[str], tmp_path, scratch):
 
 
 @needs_throttle
-def test_the_device_vanishes_mid_write(scratch, tmp_path):
-    """Once the data file exists, the image under the loop device is truncated and the device resized to
+def test_the_device_vanishes_mid_write(scratch, tmp_path, slow):
+    """Once the data file exists, the file under the loop device is truncated and the device resized to
     nothing: the write fails with the kernel's error, named by step and cell."""
     name = "vanish"
-    config = small_campaign(scratch, name, size="64MiB", direct=[True])
+    config = slow_campaign(scratch, name, slow)
     with write_under_way(tmp_path, scratch, config) as (run, argv):
-        image = scratch / name / "demo" / "images" / "member0.img"
-        device = next(d for d, b in devices.loop_backing().items() if b == str(image))
-        os.truncate(image, 0)
-        subprocess.run(["losetup", "--set-capacity", device], check=True)
+        slow.resize(0)
         out, err = run.communicate(timeout=600)
     proc = subprocess.CompletedProcess(argv, run.returncode, out, err)
     assert_clean_failure(proc, scratch, tmp_path, name, "write of demo/ext4/seq-1MiB-direct-1s rep 1: ")
     assert not list((tmp_path / "results" / name / "runs").rglob("write.json"))
+    slow.resize(SIZE)  # the device back (empty), unthrottled: the same command measures it again
+    slow.set_rate(0)
     run_campaign(tmp_path, config)
     assert_complete(tmp_path, name)
     assert not held(scratch)
 
 
 @needs_throttle
-def test_ctrl_c_mid_write_then_the_same_command_finishes(scratch, tmp_path):
+def test_ctrl_c_mid_write_then_the_same_command_finishes(scratch, tmp_path, slow):
     """Ctrl-C in the terminal (SIGINT to the whole foreground process group) while a write is under way: the
     run stops, leaves no measurement of the interrupted cell, and the same command then completes it."""
     name = "interrupted"
-    config = small_campaign(scratch, name, size="64MiB", direct=[True])
+    config = slow_campaign(scratch, name, slow)
     with write_under_way(tmp_path, scratch, config) as (run, _):
         os.killpg(run.pid, signal.SIGINT)
         run.communicate(timeout=600)
     assert run.returncode != 0
     assert not list((tmp_path / "results" / name / "runs").rglob("write.json"))
+    slow.set_rate(0)
     run_campaign(tmp_path, config)
     assert_complete(tmp_path, name)
     assert not held(scratch)

@@ -19,10 +19,9 @@ from fsbench.engines import python as engine
 from fsbench.engines.job import Job, Stream
 from fsbench.measurement.judgement import judged_series, series_flags, series_of
 from fsbench.report.per_host import hosts_blocks, with_hosts_html, with_hosts_markdown
-from fsbench.storage import devices
 from fsbench.toolkit import timeseries
 
-from conftest import BLKIO, needs_root, needs_throttle, ram_xfs_campaign, run_campaign
+from conftest import needs_root, needs_throttle, ram_xfs_campaign, run_campaign, slow_device
 
 KiB, MiB = 2**10, 2**20
 ENGINES = {"python": engine, "fio": fio}
@@ -191,39 +190,31 @@ def test_a_record_judges_its_series_with_the_cells_settings():
     assert judged_series({"recorded_series": {}, "seconds": 1.0}) == {}  # dd
 
 
-# A real device whose rate is cut from outside: the kernel's blkio throttle on one loop device ------------------
+# A real device whose rate is cut from outside: the tests' throttle (conftest.slow_device) -----------------------
 
 FAST, SLOW = 400 * 10**6, 40 * 10**6  # bytes/s
 CUT_AT = 2.0  # seconds into the write
 
 
-def hold(dev: str, rate: int) -> None:
-    """Hold writes to `dev` (MAJ:MIN) at `rate` bytes/s from any process (0: no limit)."""
-    (BLKIO / "blkio.throttle.write_bps_device").write_text(f"{dev} {rate}\n")
-
-
 @contextmanager
-def cut_from_outside(dev_path: str):
-    """Writes to the device held at FAST, then at SLOW from CUT_AT seconds after the body starts."""
-    dev = Path(f"/sys/class/block/{Path(dev_path).name}/dev").read_text().strip()
-    hold(dev, FAST)
-    timer = threading.Timer(CUT_AT, hold, (dev, SLOW))
-    timer.start()
-    try:
-        yield
-    finally:
-        timer.cancel()
-        timer.join()
-        hold(dev, 0)
+def cut_from_outside(folder: Path):
+    """A device held at FAST, then at SLOW from CUT_AT seconds after the body starts; its path."""
+    with slow_device(folder, 1536 * MiB, FAST) as slow:
+        timer = threading.Timer(CUT_AT, slow.set_rate, (SLOW,))
+        timer.start()
+        try:
+            yield slow.dev
+        finally:
+            timer.cancel()
+            timer.join()
 
 
 @needs_root
 @needs_throttle
 @pytest.mark.parametrize("name", ["python", "fio"])
 def test_a_write_cut_from_outside_is_flagged_drop_and_its_series_shows_the_cut(ram_scratch, name):
-    dev = devices.attach_loop_images(ram_scratch, 1, 1536 * MiB)[0]
-    job = Job((Stream(dev, 0, True),), 1536 * MiB, 64 * KiB, direct=True, runtime=4.0)
-    with cut_from_outside(dev):
+    with cut_from_outside(ram_scratch / "slow") as dev:
+        job = Job((Stream(dev, 0, True),), 1536 * MiB, 64 * KiB, direct=True, runtime=4.0)
         got = ENGINES[name].write(job)
     ts = judged_series(got, steady={"window": 30, "range": 0.2, "slope": 0.1})
     assert ts["interval_s"] == pytest.approx(0.1) and sum(ts["bytes"]) == got["bytes"]

@@ -14,10 +14,11 @@ import pytest
 from fsbench.engines import uring
 from fsbench.engines.uring import Ring, buffer_address, check, why_unavailable
 
+from conftest import missing
+
 BS = 4096
 
-UNAVAILABLE = why_unavailable()
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=f"io_uring: {UNAVAILABLE}")
+pytestmark = pytest.mark.needs("io_uring")
 
 
 def ring_fds() -> set[int]:
@@ -73,7 +74,7 @@ def direct_dir():
         try:
             os.close(os.open(probe, os.O_CREAT | os.O_RDWR | os.O_DIRECT, 0o600))
         except OSError as e:
-            pytest.skip(f"O_DIRECT refused under /var/tmp: {e.strerror}")
+            missing("io_uring", f"O_DIRECT refused under /var/tmp: {e.strerror}")
         yield path
     finally:
         shutil.rmtree(path)
@@ -87,7 +88,7 @@ def ring_or_skip(depth: int, flags: int) -> Ring:
         return Ring(depth, flags)
     except OSError as e:
         if e.errno == errno.EINVAL and flags:
-            pytest.skip(f"kernel refuses setup flags {flags:#x} (before 6.1)")
+            missing("io_uring", f"kernel refuses setup flags {flags:#x} (before 6.1)")
         raise
 
 

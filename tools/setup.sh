@@ -44,6 +44,9 @@ optional chromium "the report test's headless browser" "the report's browser tes
 # them in /usr/lib/postgresql/<version>/bin.
 optional postgresql "PostgreSQL for the history store tests" "the PostgreSQL store tests" \
   sh -c 'command -v initdb || ls /usr/lib/postgresql/*/bin/initdb'
+# libfuse3, for the tests' throttle where the cgroup v1 blkio hierarchy is absent (tests/slowdev.py).
+optional fuse3 "FUSE for the tests' throttle" "the throttled tests (where cgroup v1 blkio is absent)" \
+  sh -c 'ldconfig -p | grep -q libfuse3.so.3'
 
 py=${PYTHON:-python3}
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then

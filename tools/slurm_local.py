@@ -1,7 +1,8 @@
 """A real Slurm on this machine, for trying profiles/slurm and for the tests.
 
-    python tools/slurm_local.py start DIR [NODES]  # install what is missing (apt), start munged, slurmctld, slurmd
-    python tools/slurm_local.py stop DIR           # stop exactly what start started (pid files, namespaces)
+    python tools/slurm_local.py start DIR [NODES [SHARED]]  # install what is missing (apt), start munged,
+                                                            # slurmctld, slurmd (and GlusterFS on SHARED)
+    python tools/slurm_local.py stop DIR    # stop exactly what start started (pid files, mounts, namespaces)
 
 Clients then need SLURM_CONF=DIR/slurm.conf in their environment. No systemd, no cgroups, no
 accounting database: job status comes from squeue, finished jobs are kept MinJobAge seconds.
@@ -11,10 +12,17 @@ that file belongs to another Slurm (it is not a link to a slurm.conf this script
 NODES > 1 adds nodes fsbench-n2, fsbench-n3, …: each a slurmd in a network namespace of its own (a veth
 to this host, 10.231.0.N) and a UTS namespace naming it, so that its jobs see their own host name. They
 share this machine's kernel, disks and files, as nodes share a parallel filesystem.
+
+SHARED (a folder, NODES > 1) adds one real shared filesystem: a GlusterFS volume (Debian's glusterfs-server, one
+brick under DIR/gluster) served by a glusterd of this cluster's own at 10.231.0.1 and mounted at SHARED by every
+node through a FUSE client of its own: this host's in its namespaces, each extra node's inside its network
+namespace and a mount namespace of its own (its slurmd and so its jobs live there), so that no node reads
+through another's client cache. stop unmounts every client and stops the brick and glusterd.
 """
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -24,9 +32,17 @@ import time
 from pathlib import Path
 
 PACKAGES = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", "munged": "munge"}
+GLUSTER_PACKAGES = {"glusterd": "glusterfs-server", "gluster": "glusterfs-server", "glusterfs": "glusterfs-client"}
+VOLUME = "fsbench"  # the shared volume's name (its glusterd is this cluster's own: no other volume is there)
 NET = "10.231.0"  # this host is .1 on the veths, node N is .N
 # Sets the namespace's host name, then becomes the daemon; the names come as arguments, never as code.
 AS_NODE = 'hostname "$0" && exec "$@"'
+# The same, in a mount namespace of the node's own first letting go of its copies of this machine's loop-device and
+# FUSE mounts (other runs' scratch mounts at that moment): held there, they could not be released on this host.
+AS_NODE_OWN_MOUNTS = (
+    "awk '$1 ~ /^[/]dev[/]loop/ || $3 ~ /^fuse/ {print $2}' /proc/self/mounts | "
+    'while read -r m; do umount -l "$m"; done; ' + AS_NODE
+)
 MARK = "# Slurm made by tools/slurm_local.py"  # the first line of every slurm.conf written here
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")  # where srun inside a job looks (SLURM_CONF is not passed on)
 
@@ -39,8 +55,8 @@ def _which(tool: str) -> str | None:
     return shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")
 
 
-def install() -> None:
-    missing = sorted({pkg for tool, pkg in PACKAGES.items() if not _which(tool)})
+def install(packages: dict = PACKAGES) -> None:
+    missing = sorted({pkg for tool, pkg in packages.items() if not _which(tool)})
     if not missing:
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
@@ -188,10 +204,148 @@ def remove_namespaces(base: Path) -> list[str]:
     return [f"netns {node}" for node in names]
 
 
-def start(base: Path, n: int = 1) -> dict:
-    """Start the daemons (n nodes); returns the environment clients need."""
+def _alive(pid: int) -> bool:
+    """Running (a zombie has ended: it only waits for init to reap it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _end(pid: int, wait: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if `pid` still runs after `wait` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(int(wait * 10)):
+            if not _alive(pid):
+                return
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+
+
+def mount_namespace(base: Path, node: str) -> Path:
+    """The file that holds an extra node's mount namespace (a bind mount of it, as `ip netns` keeps a net one)."""
+    return base / f"mntns-{node}"
+
+
+def _in_node(base: Path, node: str | None) -> list[str]:
+    """The prefix that runs a command in `node`'s network and mount namespaces (None: this host)."""
+    if node is None:
+        return []
+    return ["nsenter", f"--net=/run/netns/{node}", f"--mount={mount_namespace(base, node)}"]
+
+
+def _gluster(gdir: Path, *args: str) -> None:
+    cli = [_which("gluster"), f"--glusterd-sock={gdir}/run/glusterd.socket", "--mode=script"]
+    _net([*cli, f"--log-file={gdir}/log/cli.log", *args])
+
+
+def glusterd_vol(gdir: Path) -> str:
+    """glusterd's own volfile: its state, sockets and pid files under `gdir`, not /var/lib/glusterd."""
+    return f"""volume management
+    type mgmt/glusterd
+    option working-directory {gdir}/wd
+    option run-directory {gdir}/run
+    option glusterd-sockfile {gdir}/run/glusterd.socket
+    option transport-type socket
+    option transport.socket.bind-address {NET}.1
+    option transport.socket.listen-port 24007
+    option ping-timeout 0
+    option event-threads 1
+end-volume
+"""
+
+
+def _fs_type(base: Path, node: str | None, path: Path) -> str:
+    argv = [*_in_node(base, node), "findmnt", "-n", "-o", "FSTYPE", "--mountpoint", str(path)]
+    return subprocess.run(argv, capture_output=True, text=True).stdout.strip()
+
+
+def start_shared(base: Path, shared: Path, n: int) -> None:
+    """glusterd, one volume over a brick in base/gluster, and a FUSE client per node mounting it at `shared`."""
+    install(GLUSTER_PACKAGES)
+    gdir = base / "gluster"
+    for sub in ("wd", "run", "log", "brick"):
+        (gdir / sub).mkdir(parents=True, exist_ok=True)
+    (gdir / "glusterd.vol").write_text(glusterd_vol(gdir))
+    (base / "shared").write_text(str(shared))  # for stop
+    pid = gdir / "glusterd.pid"
+    _net([_which("glusterd"), "-f", str(gdir / "glusterd.vol"), "-p", str(pid), "-l", str(gdir / "log/glusterd.log")])
+    for _ in range(100):
+        if (gdir / "run/glusterd.socket").exists():
+            break
+        time.sleep(0.1)
+    # force: the brick lies on the root filesystem, which gluster refuses by default
+    _gluster(gdir, "volume", "create", VOLUME, f"{NET}.1:{gdir}/brick", "force")
+    _gluster(gdir, "volume", "start", VOLUME)
+    shared.mkdir(parents=True, exist_ok=True)
+    for node in [None, *extra_nodes(n)]:
+        name = node or "host"
+        client = [_which("glusterfs"), "--process-name", "fuse", f"--volfile-server={NET}.1", f"--volfile-id=/{VOLUME}"]
+        client += [f"--log-file={gdir}/log/client-{name}.log", f"--pid-file={gdir}/client-{name}.pid", str(shared)]
+        _net([*_in_node(base, node), *client])
+        for _ in range(100):  # the client daemonizes before its FUSE mount is made
+            if _fs_type(base, node, shared) == "fuse.glusterfs":
+                break
+            time.sleep(0.1)
+        else:
+            raise Unavailable(f"the GlusterFS client of {name} did not mount {shared} (see {gdir}/log)")
+
+
+def stop_shared(base: Path) -> list[str]:
+    """Unmount every node's client, stop the brick and glusterd; returns what was stopped."""
+    if not (base / "shared").exists():
+        return []
+    shared, gdir, stopped = (base / "shared").read_text(), base / "gluster", []
+    for pid_file in sorted(gdir.glob("client-*.pid")):
+        name = pid_file.stem.removeprefix("client-")
+        node = None if name == "host" else name
+        if node is None or mount_namespace(base, node).exists():
+            subprocess.run([*_in_node(base, node), "umount", shared], capture_output=True)
+        pid = int(pid_file.read_text().split()[0])
+        for _ in range(50):  # it exits once unmounted
+            if not _alive(pid):
+                break
+            time.sleep(0.1)
+        _end(pid)
+        pid_file.unlink(missing_ok=True)
+        stopped.append(f"glusterfs client {name} ({pid})")
+    bricks = sorted((gdir / "run" / "vols").glob("*/*.pid"))
+    for pid_file in bricks:
+        pid = int(pid_file.read_text().split()[0])
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if _alive(pid) else []
+        _end(pid)
+        if b"-S" in argv:  # its socket is made in /var/run/gluster whatever run-directory says
+            Path(argv[argv.index(b"-S") + 1].decode()).unlink(missing_ok=True)
+        pid_file.unlink(missing_ok=True)
+        stopped.append(f"glusterfsd ({pid})")
+    brick_log = Path("/var/log/glusterfs/bricks") / (re.sub("/", "-", str(gdir / "brick")).lstrip("-") + ".log")
+    brick_log.unlink(missing_ok=True)  # likewise its log, in glusterd's fixed log folder
+    if (gdir / "glusterd.pid").exists():
+        pid = int((gdir / "glusterd.pid").read_text().split()[0])
+        _end(pid)
+        (gdir / "glusterd.pid").unlink(missing_ok=True)
+        stopped.append(f"glusterd ({pid})")
+    (base / "shared").unlink()
+    return stopped
+
+
+def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
+    """Start the daemons (n nodes; a GlusterFS volume all mount at `shared`, if given); returns the environment
+    clients need."""
     base = base.resolve()
+    if shared is not None and n < 2:
+        raise ValueError("a shared filesystem needs 2 or more nodes (its server listens on their veths)")
     check_system_conf(base / "slurm.conf")  # before anything is installed or started
+    # Another cluster's nodes (one started without the lock, or mid-start): deleting what we failed to make
+    # would delete theirs, so refuse before making any.
+    taken = [node for node in extra_nodes(n) if Path(f"/run/netns/{node}").exists()]
+    if taken:
+        raise Unavailable(f"another local Slurm runs: its node namespaces {', '.join(taken)} exist")
+    munged = Path("/run/munge/munged.pid").read_text().split() if Path("/run/munge/munged.pid").exists() else []
+    if munged and _alive(int(munged[0])):
+        raise Unavailable("another local Slurm runs: its munged (/run/munge/munged.pid) is running")
     install()
     for sub in ["state", "log"] + [f"spool-{node}" for node in extra_nodes(n)]:
         (base / sub).mkdir(parents=True, exist_ok=True)
@@ -210,22 +364,30 @@ def start(base: Path, n: int = 1) -> dict:
     shutil.chown(run_munge, "munge", "munge")
     munge_pid = run_munge / "munged.pid"  # munged runs as user munge and writes only where it may
     munge_pid.unlink(missing_ok=True)
-    subprocess.run(["runuser", "-u", "munge", "--", _which("munged"), f"--pid-file={munge_pid}"], check=True)
+    proc = subprocess.run(["runuser", "-u", "munge", "--", _which("munged"), f"--pid-file={munge_pid}"], text=True)
+    if proc.returncode != 0:  # another start got there first: undo ours (our namespaces, our link) and say so
+        stop(base)
+        raise Unavailable(f"another local Slurm runs: munged did not start (exit {proc.returncode})")
     shutil.copy(munge_pid, base / "munged.pid")
     name = config(base, 1).split("NodeName=")[1].split()[0]
     (base / f"spool-{name}").mkdir(exist_ok=True)
     daemons = [[_which("slurmctld"), "-f", str(conf)], [_which("slurmd"), "-f", str(conf), "-N", name]]
     for node in extra_nodes(n):  # nsenter, not `ip netns exec`: that one remounts /sys without cgroups
+        own_mounts = []
+        if shared is not None:  # a mount namespace of its own (kept by a file) where its own client mounts
+            mount_namespace(base, node).touch()
+            own_mounts = [f"--mount={mount_namespace(base, node)}", "--propagation", "private"]
         daemons.append(
             [
                 "nsenter",
                 f"--net=/run/netns/{node}",
                 "unshare",
                 "--uts",
+                *own_mounts,
                 "--",
                 "sh",
                 "-c",
-                AS_NODE,
+                AS_NODE_OWN_MOUNTS if own_mounts else AS_NODE,
                 node,
                 _which("slurmd"),
                 "-f",
@@ -239,6 +401,12 @@ def start(base: Path, n: int = 1) -> dict:
         if proc.returncode != 0:
             stop(base)
             raise Unavailable(f"{' '.join(argv)} failed: {proc.stderr.strip()[-500:]} (see {base}/log)")
+    if shared is not None:
+        try:
+            start_shared(base, Path(shared).resolve(), n)
+        except (Unavailable, OSError) as e:
+            stop(base)
+            raise Unavailable(f"the shared filesystem did not start: {e}") from e
     env = {"SLURM_CONF": str(conf)}
     for _ in range(150):
         state = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=os.environ | env)
@@ -253,7 +421,7 @@ def start(base: Path, n: int = 1) -> dict:
 
 def stop(base: Path) -> list[str]:
     """Stop the daemons start() started, by their pid files; returns what was stopped."""
-    stopped = []
+    stopped = stop_shared(base)
     pid_files = sorted(base.glob("slurmd-*.pid")) + [base / "slurmctld.pid", base / "munged.pid"]
     for pid_file in pid_files:
         daemon = pid_file.stem
@@ -271,14 +439,19 @@ def stop(base: Path) -> list[str]:
         pid_file.unlink(missing_ok=True)  # a daemon may remove its own on the way out
         stopped.append(f"{daemon} ({pid})")
     release_system_conf(base / "slurm.conf")
+    for held in sorted(base.glob("mntns-*")):  # the slurmd is gone: the last hold on its mount namespace
+        subprocess.run(["umount", str(held)], capture_output=True)
+        held.unlink()
+        stopped.append(f"mntns {held.name.removeprefix('mntns-')}")
     return stopped + remove_namespaces(base)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ("start", "stop"):
+    if len(sys.argv) not in (3, 4, 5) or sys.argv[1] not in ("start", "stop"):
         sys.exit(__doc__)
     where = Path(sys.argv[2])
     if sys.argv[1] == "start":
-        print(f"export SLURM_CONF={start(where, int(sys.argv[3]) if len(sys.argv) == 4 else 1)['SLURM_CONF']}")
+        nodes, shared = int(sys.argv[3]) if len(sys.argv) > 3 else 1, Path(sys.argv[4]) if len(sys.argv) > 4 else None
+        print(f"export SLURM_CONF={start(where, nodes, shared)['SLURM_CONF']}")
     else:
         print("\n".join(stop(where)) or "nothing to stop")

@@ -116,14 +116,17 @@ def _data(job: MetaJob, stream: int) -> tuple[mmap.mmap, memoryview]:
     return buf, memoryview(buf)[: job.file_size]
 
 
-def _phase(job: MetaJob, phase: str, stream: int) -> dict:
-    """One stream's share of one phase; its own latencies, and when it began and ended (epoch seconds)."""
+def _phase(job: MetaJob, phase: str, stream: int, ready=lambda: None) -> dict:
+    """One stream's share of one phase; its own latencies, and when it began and ended (epoch seconds).
+    `ready()` is called once its paths and data are made, just before its clock starts: the start line all
+    streams wait at, so that none starts while another still builds its list (mdtest's barrier)."""
     ns, hist = time.perf_counter_ns, Histogram()
     paths = [job.path(stream, i) for i in range(job.files)]
     moved = 0
     buf, data = _data(job, stream)
     stamp = job.data == "random" and job.file_size >= 8
     sync_each = job.fsync == "file"
+    ready()
     anchor = time.time() - time.perf_counter()
     start = anchor + time.perf_counter()
     try:
@@ -188,8 +191,7 @@ def _phase(job: MetaJob, phase: str, stream: int) -> dict:
 
 def _worker(job: MetaJob, phase: str, stream: int, start_line, results) -> None:
     try:
-        start_line.wait()
-        results.put((stream, _phase(job, phase, stream)))
+        results.put((stream, _phase(job, phase, stream, start_line.wait)))
     except OSError as e:
         results.put((stream, {"error": e.errno, "message": str(e)}))
     except BaseException as e:  # noqa: BLE001 (the parent reports it; a worker must always answer)

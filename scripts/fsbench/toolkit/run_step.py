@@ -4,6 +4,7 @@ import logging
 import sys
 import time
 import traceback
+from datetime import UTC, datetime
 
 from fsbench.toolkit.system import Failure
 
@@ -34,3 +35,12 @@ def run_step(log_path: str, step, *args, what: str = "", **kwargs):
         raise
     log.info("done in %.1f s", time.perf_counter() - t0)
     return result
+
+
+def run_device_step(log_path: str, step, *args, **kwargs) -> dict:
+    """run_step for a step on a device (prepare_array, precondition, mkfs, mount, write, read, metadata): its
+    record gets the step's own span, step_started_at and step_ended_at (UTC), set-up included, so that whether
+    two device steps overlapped can be read from their records."""
+    started = datetime.now(UTC).isoformat(timespec="microseconds")
+    record = run_step(log_path, step, *args, **kwargs)
+    return record | {"step_started_at": started, "step_ended_at": datetime.now(UTC).isoformat(timespec="microseconds")}

@@ -1,0 +1,53 @@
+"""make bench-peers in its smoke mode (SMOKE=1): IOR and mdtest built from ../shared/peers, every phase (block I/O,
+metadata, and IO500's twelve through fsbench's io500 campaign) measured by fsbench and by its peer on a RAM-backed
+ext4, the table printed, docs/bench-peers.md left alone."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, needs_root
+
+pytestmark = [needs_root, pytest.mark.e2e]
+PHASES = ["write", "read", "md create", "md stat", "md read", "md delete"]
+IO500 = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
+IO500 += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
+IO500 += ["mdtest-hard-delete"]
+
+
+def test_every_phase_has_both_figures_and_a_ratio():
+    if not (REPO.parent / "shared" / "peers" / "ior-5fcf0ba.tar.gz").exists():
+        pytest.skip("no ../shared/peers/ior-5fcf0ba.tar.gz beside the repository to build IOR and mdtest from")
+    doc = REPO / "docs" / "bench-peers.md"
+    before = doc.read_bytes() if doc.exists() else None
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "peers.py")],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"SMOKE": "1"},
+        timeout=1200,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {}
+    for line in proc.stdout.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 7 and cells[0] in PHASES + [f"io500 {p}" for p in IO500]:
+            rows[cells[0]] = cells
+    assert list(rows) == PHASES + [f"io500 {p}" for p in IO500], proc.stdout
+    for phase, (_, fsb, peer, ratio, _, target, met) in rows.items():
+        if phase.startswith("io500 "):  # fsbench's io500 campaign against IO500's own commands, IO500's units
+            ior = phase.startswith("io500 ior-")
+            unit, goal = ("GiB/s", "0.95–1.05") if ior else ("kIOPS", "0.9–1.1")
+        else:
+            unit, goal = ("MB/s", "0.95–1.05") if phase in ("write", "read") else ("k files/s", "0.9–1.1")
+        assert target == goal
+        assert re.fullmatch(rf"[\d.]+ ?{unit}", fsb) and re.fullmatch(rf"[\d.]+ ?{unit}", peer), (phase, fsb, peer)
+        assert float(fsb.split()[0].rstrip("k")) > 0 and float(peer.split()[0].rstrip("k")) > 0
+        assert float(ratio) > 0 and met in ("met", "not met")
+    assert "mdtest -F -P -u -L -n 200 -T -d DIR" in proc.stdout and "--posix.odirect -F -C -e" in proc.stdout
+    assert "-t 47008 -b 47008 -s 20" in proc.stdout and "-w 3901 -e 3901" in proc.stdout
+    assert "SMOKE=1: nothing written" in proc.stderr
+    assert (doc.read_bytes() if doc.exists() else None) == before

@@ -1,0 +1,153 @@
+"""Two Slurm nodes sharing one real filesystem: a GlusterFS volume (tools/slurm_local.py) that this host and node 2
+each mount at the same path through a FUSE client of their own (node 2's in its own network and mount
+namespaces). One campaign on it from both hosts at once: an all-hosts cell of a path array, and IO500's phases with
+2 hosts x 2 processes, each host reading what the other wrote; afterwards nothing of it is left mounted or running."""
+
+import json
+import math
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import SLURM_PROFILE, needs_root, private_scratch, run_campaign, slurm_cluster
+
+pytestmark = [needs_root, pytest.mark.e2e]
+SIZE = 8 * 2**20
+HERE, OTHER = socket.gethostname(), "fsbench-n2"
+SOURCE = "10.231.0.1:/fsbench"  # slurm_local's volume, served on the veth
+IO500 = {  # tiny; stonewall far beyond them: every write phase writes all it may
+    "processes": 2,
+    "ior-easy": {"transferSize": "64KiB", "blockSize": "1MiB"},
+    "ior-hard": {"segmentCount": 10},
+    "mdtest-easy": {"n": 20},
+    "mdtest-hard": {"n": 15},
+    "stonewall-time": 30,
+}
+PHASES = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
+PHASES += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
+PHASES += ["mdtest-hard-delete"]
+
+
+def gluster_processes(base: Path) -> list[str]:
+    """Every process whose command line names this cluster's folder (glusterd, brick, clients)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(base) in argv and "gluster" in argv:
+            found.append(argv.replace("\0", " "))
+    return found
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """(workdir, measurements, what each host's job saw of the mount, what was left afterwards)."""
+    base = tmp_path_factory.mktemp("slurm-shared")
+    workdir = tmp_path_factory.mktemp("shared")
+    with private_scratch() as scratch:
+        shared = scratch / "volume"  # beside the campaign's own folder (scratch/shared), not holding it
+        with slurm_cluster(base, 2, shared=shared) as env:
+            # What a job on each node sees at the path: its own client's mount of the volume.
+            seen = {}
+            for node in (HERE, OTHER):
+                argv = ["srun", "-w", node, "findmnt", "-n", "-o", "FSTYPE,SOURCE", "--mountpoint", str(shared)]
+                seen[node] = subprocess.run(
+                    argv, capture_output=True, text=True, env=os.environ | env, timeout=60
+                ).stdout.split()
+            # A file node 2's job writes lands in the brick, and this host reads it through its own client.
+            argv = ["srun", "-w", OTHER, "dd", "if=/dev/urandom", f"of={shared}/marker", "bs=4096", "count=1"]
+            subprocess.run(argv, capture_output=True, env=os.environ | env, timeout=60, check=True)
+            seen["brick"] = (base / "gluster/brick/marker").read_bytes() == (shared / "marker").read_bytes()
+            (shared / "marker").unlink()
+            config = {
+                "campaign": "shared",
+                "scratch": str(scratch),
+                "hosts": [HERE, OTHER],
+                "arrays": {"g": {"kind": "path", "path": str(shared), "all_hosts": True}},
+                "io": {"size": "8MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise"},
+                "io500": IO500,
+            }
+            run_campaign(workdir, config, *SLURM_PROFILE, env=env)
+            brick = list((base / "gluster" / "brick").iterdir())
+        mounts = subprocess.run(["findmnt", "-n", "-t", "fuse.glusterfs"], capture_output=True, text=True).stdout
+        left = {
+            "processes": gluster_processes(base),
+            "mounts": mounts.strip(),
+            "namespaces": subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.strip(),
+            "veth": subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout.count("fsbv"),
+            "brick": [p.name for p in brick if not p.name.startswith(".")],
+        }
+    return workdir / "results/shared", pd.read_csv(workdir / "results/shared/measurements.csv"), seen, left
+
+
+def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
+    workdir, df, seen, _ = campaign
+    assert seen == {HERE: ["fuse.glusterfs", SOURCE], OTHER: ["fuse.glusterfs", SOURCE], "brick": True}
+    assert {f"{HERE}@all", f"{OTHER}@all", "all"} <= set(df.host)
+    for op in ("write", "read"):
+        whole = df[(df.host == "all") & (df.op == op)].iloc[0]
+        assert whole.bytes == 2 * SIZE and whole.mb_s > 0
+        parts = df[df.host.str.endswith("@all") & (df.op == op)]
+        assert sorted(parts.host) == sorted([f"{HERE}@all", f"{OTHER}@all"]) and (parts.bytes == SIZE).all()
+        folder = workdir / Path(whole.record).relative_to("results/shared").parent / "hosts"
+        for host in (HERE, OTHER):
+            part = json.loads((folder / f"{host}-{op}.json").read_text())
+            assert part["machine"]["host"] == host
+            # a host writes its file in its folder on the shared mount, as its own job found that mount, and reads
+            # the other host's (io.read_from: other, the default with hosts): through its own client, unseen before
+            other = OTHER if host == HERE else HERE
+            (stream,) = part["streams"]
+            whose = host if op == "write" else other
+            assert stream["path"].startswith(f"{shared_path(workdir)}/fsbench-shared-g.all-{whose}/")
+            assert stream["bytes"] == SIZE
+            if op == "read":
+                assert [r["written_by"] for r in part["read_from"]] == [f"{other} stream 0"]
+            array = json.loads((workdir / "runs" / host / "g" / "array.json").read_text())
+            assert array["machine"]["host"] == host
+            assert array["state"]["info"] == [
+                {"fs_type": "fuse.glusterfs", "path": shared_path(workdir), "source": SOURCE}
+            ]
+
+
+def shared_path(results: Path) -> str:
+    return json.loads((results / "runs/all/g/array.json").read_text())["spec"]["path"]
+
+
+def test_every_io500_phase_has_both_hosts_and_reads_came_from_the_other(campaign):
+    workdir, *_ = campaign
+    df = pd.read_csv(workdir / "io500.csv", keep_default_na=False)
+    assert list(df.phase) == [*PHASES, "bw", "md", "score"]
+    v = df.set_index("phase")["value"].astype(float)
+    assert (v > 0).all() and round(v["score"], 4) == round(math.sqrt(v["bw"] * v["md"]), 4)
+    made = {}
+    for phase in PHASES:
+        rec = json.loads((workdir / "runs/all/g/path/io500/rep1" / f"{phase}.json").read_text())
+        assert sorted(rec["hosts"]) == sorted([HERE, OTHER]), phase
+        for host, part in rec["hosts"].items():
+            assert part["hostname"] == host  # the part ran on that node, through its own client
+            procs = part["processes"]
+            assert len(procs) == 2 and all(q["items"] > 0 for q in procs), (phase, host, procs)
+            if phase.endswith("write"):
+                made[(phase, host)] = sum(q["items"] for q in procs)
+            elif phase != "find":  # every read, stat and delete was of what the other host's process made
+                assert {q["of_host"] for q in procs} == {HERE, OTHER} - {host}, (phase, host, procs)
+                assert all(q["items"] == q2["items"] for q in procs for q2 in procs)
+    reasons = df.set_index("phase")["invalid_reasons"]
+    for write, read in [("ior-easy-write", "ior-easy-read"), ("ior-hard-write", "ior-hard-read")]:
+        assert "cached" not in reasons[read]  # cold: a host's own client never held the other host's data
+        assert made[(write, HERE)] == made[(write, OTHER)] > 0
+    find = json.loads((workdir / "runs/all/g/path/io500/rep1/find.json").read_text())
+    # every name both hosts' processes made, seen through the shared filesystem: the mdtest files, ior-easy's file
+    # per process and ior-hard's one file (IO500's find looks at ior's files too)
+    assert find["amount"] == 2 * 2 * (20 + 15 + 1) + 1 and find["valid"]
+
+
+def test_nothing_is_left_mounted_or_running(campaign):
+    *_, left = campaign
+    assert left == {"processes": [], "mounts": "", "namespaces": "", "veth": 0, "brick": []}
