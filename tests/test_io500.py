@@ -256,14 +256,14 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     assert {r["run"] for r in stored} == {next(iter(phases.values()))["run"]}  # one run: io rows and phases
     for p, r in phases.items():
         assert r[("gib_s" if p.startswith("ior-") else "kiops")] == pytest.approx(values[p], rel=1e-9)
-        assert r["valid"] == v.loc[p, "valid"] and r["key"]["io500"]["mdtest-hard"] == {"n": 15}
+        # judged by what doubts the figure: the short writes the list would not take are figures all the same
+        assert r["valid"] and r["key"]["io500"]["mdtest-hard"] == {"n": 15}
         assert r["key"]["io500"]["stonewall-time"] == 5 and r["key"]["hosts"] == "local"
     argv = [sys.executable, "-m", "fsbench", "history", "series", "--store", c["history"]]
     env = os.environ | {"PYTHONPATH": str(REPO / "scripts")}
     listed = subprocess.run(argv, capture_output=True, text=True, env=env, check=True).stdout
-    for p in ph.PHASES:  # a phase the list would not take (the short writes) is stored, but is no point
-        shown = any(line.endswith(f" local/p path io500 {p}") for line in listed.splitlines())
-        assert shown == bool(v.loc[p, "valid"]), (p, listed)
+    for p in ph.PHASES:  # every phase a series, the short writes the list would not take included
+        assert any(line.endswith(f" local/p path io500 {p}") for line in listed.splitlines()), (p, listed)
 
 
 @needs_root

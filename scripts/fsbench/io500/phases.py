@@ -83,10 +83,10 @@ def value_of(phase: str, amount: float, seconds: float) -> float:
     return amount / GIB / seconds if phase.startswith("ior-") else amount / 1000 / seconds
 
 
-def reasons(phase: str, seconds: float, stonewall: float | None, extra: list[str] = ()) -> list[str]:
-    """Why a phase would not be valid for the list: a write phase shorter than the list's stonewall (300 s), or
-    run without one; and whatever else the phase found (`extra`: a count that does not match, a warm read)."""
-    found = list(extra)
+def list_rules(phase: str, seconds: float, stonewall: float | None) -> list[str]:
+    """Why a phase would not be valid for the list by its rules alone: a write phase shorter than the list's
+    stonewall (300 s), or run without one. These judge a submission, not the figure."""
+    found = []
     if phase in WRITES:
         if stonewall is None:
             found.append(f"no stonewall-time: the list asks write phases of at least {LIST_STONEWALL} s")
@@ -95,6 +95,19 @@ def reasons(phase: str, seconds: float, stonewall: float | None, extra: list[str
         if seconds < LIST_STONEWALL:
             found.append(f"ran {seconds:.3g} s, under the list's {LIST_STONEWALL} s")
     return found
+
+
+def reasons(phase: str, seconds: float, stonewall: float | None, extra: list[str] = ()) -> list[str]:
+    """Why a phase would not be valid for the list: what doubts its figure (`extra`: a count that does not match,
+    a warm read), then the list's own rules (list_rules)."""
+    return [*extra, *list_rules(phase, seconds, stonewall)]
+
+
+def figure_doubts(phase: str, seconds: float, stonewall: float | None, invalid_reasons: str) -> list[str]:
+    """Of a record's reasons (joined by "; "), those that doubt the figure itself: what remains without the list's
+    rules. A short campaign's phases are still measurements to follow over time (the history judges by these)."""
+    rules = set(list_rules(phase, seconds, stonewall))
+    return [r for r in (invalid_reasons or "").split("; ") if r and r not in rules]
 
 
 def geomean(values: list[float]) -> float:
