@@ -14,7 +14,17 @@ import pytest
 import yaml
 from browser import Browser, find_browser
 
-from conftest import PG_PASSWORD, REPO, SNAKEMAKE, MiB, missing, needs_root, needs_throttle, slow_device
+from conftest import (
+    PG_PASSWORD,
+    REPO,
+    SNAKEMAKE,
+    MiB,
+    missing,
+    needs_root,
+    needs_throttle,
+    postgres_server,
+    slow_device,
+)
 
 pytestmark = [needs_root, needs_throttle, pytest.mark.e2e]
 
@@ -72,8 +82,7 @@ def no_password_in(folder: Path):
     assert not leaked, f"the password is written in {leaked}"
 
 
-def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_path, postgres_tcp):
-    postgres = postgres_tcp  # over TCP, asking for a password that only PGPASSWORD holds
+def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     with slow_device(ram_scratch / "disk", 128 * MiB, FAST) as slow:
@@ -85,28 +94,44 @@ def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_pat
                 first = fsbench(work, "history", "changes", "--csv", "first.csv", "--fail-on", "regression")
                 assert first.returncode == 0, first.stdout + first.stderr  # suspected does not fail CI
                 check_changes(pd.read_csv(work / "first.csv"), verdict="suspected")
-        # the same six runs into a PostgreSQL store: a changed `history` reruns only the append, nothing measures
-        for name in NAMES:
-            proc = campaign(work, name, disk, ram_scratch, history=postgres)
-            assert re.search(r"rule history\b", proc.stderr) and not re.search(r"rule (mkfs|write|read)\b", proc.stderr)
-        # back to the SQLite store: rule history runs again, appends nothing and makes no run (nothing measured)
-        again = campaign(work, NAMES[-1], disk, ram_scratch)
-        assert re.search(r"rule history\b", again.stderr) and not re.search(r"rule (write|read)\b", again.stderr)
+        check_sqlite_store(work, tmp_path)  # needs no PostgreSQL: it runs, and fails, whether or not there is one
 
+        # the same six runs into a PostgreSQL store over TCP, asking for a password only PGPASSWORD holds: a changed
+        # `history` reruns only the append, nothing measures
+        with postgres_server(PG_PASSWORD) as postgres:
+            monkeypatch.setenv("PGPASSWORD", PG_PASSWORD)
+            for name in NAMES:
+                proc = campaign(work, name, disk, ram_scratch, history=postgres)
+                assert re.search(r"rule history\b", proc.stderr)
+                assert not re.search(r"rule (mkfs|write|read)\b", proc.stderr)
+            # back to the SQLite store: rule history runs again, appends nothing and makes no run (nothing measured)
+            again = campaign(work, NAMES[-1], disk, ram_scratch)
+            assert re.search(r"rule history\b", again.stderr) and not re.search(r"rule (write|read)\b", again.stderr)
+            for store in ([], ["--store", postgres]):  # a run per measuring pass: six, however often history ran
+                runs = fsbench(work, "history", "runs", *store)
+                assert runs.returncode == 0 and all(n in runs.stdout for n in NAMES), runs.stderr
+                assert len(runs.stdout.strip().splitlines()) == 1 + len(NAMES), runs.stdout
+            found = fsbench(
+                work, "history", "changes", "--csv", "changes-pg.csv", "--fail-on", "regression", "--store", postgres
+            )
+            assert found.returncode == 1, found.stdout + found.stderr
+            sqlite_csv, pg_csv = (pd.read_csv(work / f) for f in ("changes.csv", "changes-pg.csv"))
+            assert sqlite_csv.drop(columns=["series"]).equals(pg_csv.drop(columns=["series"]))
     no_password_in(work)
+
+
+def check_sqlite_store(work: Path, tmp_path: Path):
+    """The six runs in the default SQLite store: every figure valid, six runs, one regression per series at the
+    fourth run, the trend pages; then the fourth run marked as intended silences it."""
     for name in NAMES:  # every figure valid, so every run is in the series
         rows = pd.read_csv(work / f"results/{name}/measurements.csv")
         assert rows["valid"].all(), rows.loc[~rows["valid"], ["target", "op", "rep", "seconds", "invalid_reasons"]]
-    for store in ([], ["--store", postgres]):  # a run per measuring pass: six, however often history ran
-        runs = fsbench(work, "history", "runs", *store)
-        assert runs.returncode == 0 and all(n in runs.stdout for n in NAMES), runs.stderr
-        assert len(runs.stdout.strip().splitlines()) == 1 + len(NAMES), runs.stdout
-    for store, csv in (([], "changes.csv"), (["--store", postgres], "changes-pg.csv")):
-        found = fsbench(work, "history", "changes", "--csv", csv, "--fail-on", "regression", *store)
-        assert found.returncode == 1, found.stdout + found.stderr  # a regression: CI fails
-        check_changes(pd.read_csv(work / csv))
-    sqlite_csv, pg_csv = (pd.read_csv(work / f) for f in ("changes.csv", "changes-pg.csv"))
-    assert sqlite_csv.drop(columns=["series"]).equals(pg_csv.drop(columns=["series"]))
+    runs = fsbench(work, "history", "runs")
+    assert runs.returncode == 0 and all(n in runs.stdout for n in NAMES), runs.stderr
+    assert len(runs.stdout.strip().splitlines()) == 1 + len(NAMES), runs.stdout
+    found = fsbench(work, "history", "changes", "--csv", "changes.csv", "--fail-on", "regression")
+    assert found.returncode == 1, found.stdout + found.stderr  # a regression: CI fails
+    check_changes(pd.read_csv(work / "changes.csv"))
 
     report = fsbench(work, "history", "report", "-o", "trends/history.html")
     assert report.returncode == 0, report.stderr
