@@ -206,3 +206,14 @@ def test_a_column_with_empty_cells_does_not_change_the_key():
 def test_a_row_without_its_record_says_so():
     with pytest.raises(ValueError, match="no record"):
         key.read_cell({"target": "ext4", "op": "write", "rep": 1, "record": "results/gone/write.json"})
+
+
+def test_a_metadata_series_is_labelled_without_a_block_size():
+    """A metadata row has no block size, pattern or depth (NaN in its CSV row): its label names its files."""
+    from fsbench.history import points
+
+    line = {"host": "vm", "array": "ram", "target": "ext4", "op": "create", "workload": "metadata", "files": 200}
+    line |= {"block_size": float("nan"), "pattern": float("nan"), "engine": "python"}
+    assert points.label(line) == "vm/ram ext4 create 200 files · python"
+    line |= {"workload": "io", "op": "write", "block_size": 2**20, "pattern": "seq", "direct": True, "streams": 1}
+    assert points.label(line | {"iodepth": 1}) == "vm/ram ext4 write seq 1MiB direct 1s qd1 · python"

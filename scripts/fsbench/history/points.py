@@ -90,12 +90,12 @@ def label(line) -> str:
     """A series as people name it: host/array target op pattern block size …"""
     if line.get("workload") == "io500":  # the phase is its op; its settings are in `settings`
         return f"{line['host'] or 'shared'}/{line['array']} {line['target']} io500 {line['op']}"
-    bs = line["block_size"]
-    size = f"{int(bs) // 1024}KiB" if bs and int(bs) < 2**20 else (f"{int(bs) // 2**20}MiB" if bs else "")
-    parts = [f"{line['host'] or 'shared'}/{line['array']}", str(line["target"]), str(line["op"]), str(line["pattern"])]
-    parts += [size, "direct" if line["direct"] else "buffered", f"{line['streams']}s", f"qd{line['iodepth']}"]
-    if line.get("workload") == "metadata":
-        parts = parts[:3] + [f"{line['files']} files"]
+    parts = [f"{line['host'] or 'shared'}/{line['array']}", str(line["target"]), str(line["op"])]
+    if line.get("workload") == "metadata":  # no block size, pattern or depth: empty (NaN) in its row
+        return " ".join([*parts, f"{line['files']} files"]) + f" · {line['engine']}"
+    bs = int(line["block_size"])
+    parts += [str(line["pattern"]), f"{bs // 1024}KiB" if bs < 2**20 else f"{bs // 2**20}MiB"]
+    parts += ["direct" if line["direct"] else "buffered", f"{line['streams']}s", f"qd{line['iodepth']}"]
     return " ".join(p for p in parts if p) + f" · {line['engine']}"
 
 
