@@ -1,13 +1,17 @@
 # The cluster glue: what every device step asks the scheduler for (nodes, tasks, its node, the io_<host>,
 # shared_io and storage_io limits), how steps are grouped into Slurm jobs, the refusal of a cluster run without
 # hosts, and the release on every node after a failed run. profiles/slurm and docs/cluster.md say how it is used.
+import asyncio
 import os
 import re
 import subprocess
 import sys
+import time
 
 import yaml
+from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.settings import ExecMode
+from snakemake_interface_executor_plugins.utils import async_lock
 
 from fsbench.campaign.cells import ALL_HOSTS, LOCAL
 from fsbench.cluster.hosts import one_host_at_a_time, release_on, short_hostname
@@ -36,6 +40,79 @@ def set_group_components(value):
 def group_asked_for(rule):
     """The group --groups gives `rule` (profiles/slurm), or None."""
     return workflow.group_settings.overwrite_groups.get(rule)
+
+
+CANCEL_WAIT_S = 10  # how long a stopped run waits for its cancelled Slurm jobs to end
+
+
+def stop_waiting_on_shutdown():
+    """Snakemake's shutdown (after Ctrl-C or SIGTERM, or at the end of a run) joins the thread that polls Slurm,
+    which may be asleep: before its first check (the plugin's init_seconds_before_status_checks, 40 s by default)
+    or between two (backed off by 10 s after each quiet check, up to 180 s). A stopped run waited that long to exit.
+    The poll is the same, its sleeps end as soon as shutdown asks. A cancel waits (a little) for the cancelled jobs
+    to leave Slurm first, so that what they held on this host is free when onerror releases it.
+    """
+
+    async def nap(executor, seconds):
+        end = time.monotonic() + seconds
+        while executor.wait and (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(0.2, left))
+
+    async def sleep(self):
+        duration = self.next_seconds_between_status_checks
+        if duration is None:
+            duration = (
+                self.workflow.remote_execution_settings.seconds_between_status_checks
+            )
+        await nap(self, duration)
+
+    async def wait_for_jobs(
+        self,
+    ):  # RemoteExecutor._wait_for_jobs, its first sleep a nap
+        await nap(
+            self,
+            self.workflow.executor_plugin.common_settings.init_seconds_before_status_checks,
+        )
+        while True:
+            async with async_lock(self.lock):
+                if not self.wait:
+                    return
+                active_jobs = list(self.active_jobs)
+                self.active_jobs.clear()
+            still_active = [job async for job in self.check_active_jobs(active_jobs)]
+            async with async_lock(self.lock):
+                self.active_jobs.extend(still_active)
+            await self.sleep()
+
+    def cancel(
+        self,
+    ):  # RemoteExecutor.cancel, then up to CANCEL_WAIT_S for the cancelled jobs to leave Slurm
+        with self.lock:
+            active_jobs = list(self.active_jobs)
+        self.cancel_jobs(active_jobs)
+        ids = ",".join(str(j.external_jobid) for j in active_jobs if j.external_jobid)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while ids and time.monotonic() < deadline:
+            try:
+                queued = subprocess.run(
+                    ["squeue", "-h", "-o", "%i", "-j", ids],
+                    capture_output=True,
+                    timeout=5,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                break
+            if queued.returncode != 0 or not queued.stdout.strip():
+                break
+            time.sleep(0.2)
+        self.shutdown()
+
+    RemoteExecutor.sleep = sleep
+    RemoteExecutor._wait_for_jobs = wait_for_jobs
+    RemoteExecutor.cancel = cancel
+
+
+# Unconditionally: the executor is chosen after the workflow is read, and only a cluster's executor polls.
+stop_waiting_on_shutdown()
 
 
 def declare_resource(name, default):

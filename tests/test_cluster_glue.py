@@ -10,6 +10,7 @@ import snakemake
 import snakemake.api  # noqa: F401  (snakemake.workflow can only be imported after it)
 from snakemake.settings.types import GroupSettings
 from snakemake.workflow import Workflow
+from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.settings import ExecMode
 
 CLUSTER = Path(__file__).parent.parent / "rules" / "cluster.smk"
@@ -22,6 +23,15 @@ INTERNALS = {
     "workflow.register_resource": lambda: Workflow.register_resource,
     "workflow.group_settings.group_components": lambda: GroupSettings.__dataclass_fields__["group_components"],
     "workflow.group_settings.overwrite_groups": lambda: GroupSettings.__dataclass_fields__["overwrite_groups"],
+    # the status poll's sleep and what it reads: replaced by one that ends when shutdown clears `wait`
+    "RemoteExecutor.sleep": lambda: inspect.getsource(RemoteExecutor.sleep).index("next_seconds_between_status_checks"),
+    "RemoteExecutor.wait": lambda: re.search(r"self\.wait = False", inspect.getsource(RemoteExecutor)).end(),
+    "RemoteExecutor.cancel": lambda: inspect.getsource(RemoteExecutor.cancel).index("self.cancel_jobs(active_jobs)"),
+    # the poll's loop, copied with its first sleep interruptible: the same statements it was written from
+    "RemoteExecutor._wait_for_jobs": lambda: [
+        inspect.getsource(RemoteExecutor._wait_for_jobs).index(s)
+        for s in ("init_seconds_before_status_checks", "self.active_jobs.clear()", "self.check_active_jobs(")
+    ],
 }
 
 
@@ -43,7 +53,7 @@ def test_the_internals_are_there_and_used_nowhere_else():
     for name, find in INTERNALS.items():
         try:
             find()
-        except (AttributeError, KeyError) as e:
+        except (AttributeError, KeyError, ValueError) as e:
             missing.append(f"{name} ({e!r})")
     assert not missing, f"Snakemake {snakemake.__version__} lacks what rules/cluster.smk uses: {', '.join(missing)}"
     rules = CLUSTER.parent
@@ -51,6 +61,7 @@ def test_the_internals_are_there_and_used_nowhere_else():
         if path != CLUSTER:
             text = path.read_text()
             used = [n for n in ("ExecMode", "group_settings", "register_resource", "global_resources") if n in text]
+            used += ["RemoteExecutor"] if "RemoteExecutor" in text else []
             used += ["exec_mode"] if "workflow.exec_mode" in text else []
             used += ["non_local_exec"] if "non_local_exec" in text else []
             assert not used, f"{path.name} uses Snakemake internals {used}: they belong in rules/cluster.smk"
