@@ -18,7 +18,7 @@ report: setup
 	$(SNAKEMAKE) --cores 1 --configfile $(CAMPAIGN) --report $$(PYTHONPATH=scripts .venv/bin/python -m fsbench results $(CAMPAIGN))/report.html
 
 test: setup
-	.venv/bin/pytest -q -rs -n 2 --dist loadgroup --durations=15 tests
+	.venv/bin/pytest -q -rfEs -n 2 --dist loadgroup --durations=15 tests
 
 lint: setup
 	.venv/bin/ruff check scripts tests benchmarks
