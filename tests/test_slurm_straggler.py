@@ -58,7 +58,10 @@ def test_a_throttled_host_is_a_straggler_with_first_and_last_done_and_the_stonew
             "scratch": str(scratch),
             "hosts": [HERE, OTHER],
             "arrays": {"p": {"kind": "path", "path": str(shared), "all_hosts": True}},
-            "io": {"size": "48MiB", "block_sizes": ["1MiB"], "direct": [True], "repeats": 1, "cache": "fadvise"},
+            # each host reads back its own data, on its own device: the slow host is the straggler both ways
+            # (the default for several hosts, read_from: other, would have each read the other's device)
+            "io": {"size": "48MiB", "block_sizes": ["1MiB"], "direct": [True], "repeats": 1, "cache": "fadvise"}
+            | {"read_from": "self"},
         }
         with slowed(scratch, shared, held_here, HERE, FAST), slowed(scratch, shared, held_here, OTHER, SLOW):
             run_campaign(workdir, config, *SLURM_PROFILE, env=env)
