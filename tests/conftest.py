@@ -146,6 +146,15 @@ def run_campaign(
 
 MiB = 2**20
 
+# A tiny io500: settings of the IO500 tests (their campaigns and their stored phases).
+IO500_SMALL = {
+    "processes": 2,
+    "ior-easy": {"transferSize": "64KiB", "blockSize": "1MiB"},
+    "ior-hard": {"segmentCount": 10},
+    "mdtest-easy": {"n": 20},
+    "mdtest-hard": {"n": 15},
+}
+
 
 # Measurements made up for the statistics, comparison and plot tests.
 def row(target="raw", op="write", mb_s=100.0, rep=1, block_size=MiB, durable=None, array="demo", **over) -> dict:

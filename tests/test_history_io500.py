@@ -13,13 +13,8 @@ from fsbench.history import changes, io500, points, store
 from fsbench.history.key import entries
 from fsbench.io500 import phases as ph
 
-IO500 = {
-    "processes": 2,
-    "ior-easy": {"transferSize": "64KiB", "blockSize": "1MiB"},
-    "ior-hard": {"segmentCount": 10},
-    "mdtest-easy": {"n": 20},
-    "mdtest-hard": {"n": 15},
-}
+from conftest import IO500_SMALL as IO500
+
 PROVENANCE = {"arrays": {"p": {"spec": {"kind": "path", "path": "/srv/data"}, "devices": [], "targets": {}}}}
 
 

@@ -19,15 +19,8 @@ from fsbench.io500 import phases as ph
 from fsbench.io500.table import markdown, table
 from fsbench.toolkit.sizes import format_size
 
+from conftest import IO500_SMALL as IO500
 from conftest import REPO, needs_root, run_campaign
-
-IO500 = {
-    "processes": 2,
-    "ior-easy": {"transferSize": "64KiB", "blockSize": "1MiB"},
-    "ior-hard": {"segmentCount": 10},
-    "mdtest-easy": {"n": 20},
-    "mdtest-hard": {"n": 15},
-}
 
 
 def campaign(path, **over) -> dict:
