@@ -66,9 +66,8 @@ def stop_waiting_on_shutdown():
             )
         await nap(self, duration)
 
-    async def wait_for_jobs(
-        self,
-    ):  # RemoteExecutor._wait_for_jobs, its first sleep a nap
+    async def wait_for_jobs(self):
+        """RemoteExecutor._wait_for_jobs, its first sleep a nap."""
         await nap(
             self,
             self.workflow.executor_plugin.common_settings.init_seconds_before_status_checks,
@@ -84,9 +83,8 @@ def stop_waiting_on_shutdown():
                 self.active_jobs.extend(still_active)
             await self.sleep()
 
-    def cancel(
-        self,
-    ):  # RemoteExecutor.cancel, then up to CANCEL_WAIT_S for the cancelled jobs to leave Slurm
+    def cancel(self):
+        """RemoteExecutor.cancel, then up to CANCEL_WAIT_S for the cancelled jobs to leave Slurm."""
         with self.lock:
             active_jobs = list(self.active_jobs)
         self.cancel_jobs(active_jobs)
