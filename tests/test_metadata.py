@@ -36,17 +36,17 @@ def test_every_phase_moves_every_file_and_times_each_one(tmp_path):
 
 
 class SlowListJob(MetaJob):
-    """Stream 1 takes 0.3 s longer to make its list of paths (its last path is slow), and says when it was done."""
+    """Stream 1 takes 0.3 s longer to set up (to say where its files are), and says when it was done."""
 
-    def path(self, stream: int, i: int) -> str:
-        if stream == 1 and i == self.files - 1:
+    def where(self, stream: int) -> tuple[str, str]:
+        if stream == 1:
             time.sleep(0.3)
             Path(self.root, "listed").write_text(repr(time.time()))
-        return super().path(stream, i)
+        return super().where(stream)
 
 
 @pytest.mark.parametrize("phase", PHASES)
-def test_no_stream_starts_its_clock_before_every_stream_has_its_list(tmp_path, phase):
+def test_no_stream_starts_its_clock_before_every_stream_is_set_up(tmp_path, phase):
     """The start line is after each stream's set-up (its paths, its data), as mdtest's barrier is before its timer:
     a stream that began while another still made its list stretched the phase by that lag (the stat phase, the
     shortest, read ~0.5 of mdtest's rate partly from it)."""
@@ -241,3 +241,53 @@ def test_a_path_array_with_too_few_inodes_fails_cleanly_and_records_nothing(tiny
     assert "fsbench: metadata of p/path/meta-1000f-16B-2d-end-1s rep 1: not enough free inodes" in proc.stderr
     assert not list((tmp_path / "results/tight/runs").rglob("metadata.json"))
     assert list(tiny_tmpfs.iterdir()) == [] and not held(scratch)
+
+
+# --- loops.c's file loop itself (fsbench.engines.loops.FileLoop), which the metadata engine and io500 share
+
+
+def test_the_file_loop_makes_stats_reads_and_deletes_each_file_timing_each_one(tmp_path):
+    from fsbench.engines.loops import FileLoop
+
+    folder = tmp_path / "100% sure {i}"  # a '%' or braces in the folder are taken as they are
+    for d in range(3):
+        (folder / f"d{d}").mkdir(parents=True)
+    make = FileLoop("create", folder, "d{d}/f{i}", 30, dirs=3, file_size=16, data=b"x" * 16, stamp_base=1000)
+    assert make.run() == 30 and make.moved == 30 * 16
+    made = sorted(folder.rglob("f*"))
+    assert len(made) == 30 and (folder / "d2" / "f29").exists()
+    assert (folder / "d1" / "f7").read_bytes() == (1007).to_bytes(8, "little") + b"x" * 8  # stamped with its number
+    for op in ("stat", "read", "delete"):
+        loop = FileLoop(op, folder, "d{d}/f{i}", 30, dirs=3, file_size=16)
+        assert loop.run(0, 10) == 10 and loop.run(10) == 20  # in two goes, as a stonewalled phase runs
+        h = loop.hist
+        assert h.count == sum(h.counts) == 30 and 0 < h.max_ns <= h.total_ns
+        assert loop.moved == (30 * 16 if op == "read" else 0)
+    assert not list(folder.rglob("f*"))
+
+
+def test_the_file_loop_names_the_failing_file_and_counts_those_before_it(tmp_path):
+    from fsbench.engines.loops import FileLoop, WrongSize
+
+    for i in range(5):
+        (tmp_path / f"f{i}").write_bytes(b"abc" if i != 3 else b"abcd")
+    read = FileLoop("read", tmp_path, "f{i}", 5, file_size=3)
+    with pytest.raises(WrongSize, match=r"read 4 bytes of .*/f3, which was made with 3"):
+        read.run()
+    assert read.hist.count == 3
+    stat = FileLoop("stat", tmp_path, "f{i}", 7)
+    with pytest.raises(FileNotFoundError, match=r"No such file or directory: '.*/f5'") as e:
+        stat.run()
+    assert e.value.errno == errno.ENOENT and stat.hist.count == 5
+    again = FileLoop("create", tmp_path, "f{i}", 5)
+    with pytest.raises(FileExistsError, match=r"/f0"):  # O_EXCL: a create never reuses a file
+        again.run()
+
+
+def test_the_file_loop_starts_no_file_after_its_deadline(tmp_path):
+    from fsbench.engines.loops import FileLoop
+
+    loop = FileLoop("create", tmp_path, "f{i}", 10**6)
+    assert loop.run(0, 10**6, deadline_ns=time.monotonic_ns()) == 0
+    done = loop.run(0, 10**6, deadline_ns=time.monotonic_ns() + 200_000_000)
+    assert 0 < done < 10**6 and len(list(tmp_path.iterdir())) == done

@@ -14,13 +14,22 @@
 
    Time series: bytes and operations completed per bin of series_ns, counted at the clock read that ends each
    call's latency (no extra clock read, one comparison per call while within a bin). When the bins run out,
-   every ten are summed into one and the bin grows tenfold, so any run fits in series_len bins. */
+   every ten are summed into one and the bin grows tenfold, so any run fits in series_len bins.
+
+   Files (fsb_files): the metadata phases' per-file loop (fsbench.engines.metadata, fsbench.io500's mdtest
+   phases): create, stat, read or delete a list of files, each timed into the same histogram. In C for the same
+   reason: on 2 busy cores a stat phase is CPU-bound, and Python's loop, clock and histogram (~1.2 us a file over
+   C's ~7 us) held fsbench's stat to ~0.6 of mdtest's (docs/bench-peers.md). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/io_uring.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,21 +120,25 @@ static inline void tally(const struct fsb_io *io, struct fsb_out *o, struct tall
     io->series[r][1][t->bin]++;
 }
 
-static inline int64_t now_ns(const struct fsb_io *io, int64_t *stepped) {
-    if (io->clock_step_ns)
-        return *stepped += io->clock_step_ns;
+static inline int64_t mono_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+static inline int64_t now_ns(const struct fsb_io *io, int64_t *stepped) {
+    return io->clock_step_ns ? (*stepped += io->clock_step_ns) : mono_ns();
+}
+
+static inline int64_t bucket(int64_t d) {
+    if (d < SUB)
+        return d < 0 ? 0 : d;
+    int shift = 63 - __builtin_clzll((uint64_t)d) - SUB_BITS; /* bit_length - SUB_BITS - 1 */
+    return ((int64_t)(shift + 1) << SUB_BITS) + (d >> shift) - SUB;
+}
+
 static inline void record(struct fsb_out *o, const struct fsb_io *io, int r, int64_t d) {
-    int64_t b = d < 0 ? 0 : d;
-    if (d >= SUB) {
-        int shift = 63 - __builtin_clzll((uint64_t)d) - SUB_BITS; /* bit_length - SUB_BITS - 1 */
-        b = ((int64_t)(shift + 1) << SUB_BITS) + (d >> shift) - SUB;
-    }
-    io->counts[r][b]++;
+    io->counts[r][bucket(d)]++;
     o->ops[r]++;
     o->total_ns[r] += d;
     if (d > o->longest_ns[r])
@@ -314,3 +327,117 @@ int fsb_run(const struct fsb_io *io, struct fsb_out *o) {
 }
 
 int fsb_sub_bits(void) { return SUB_BITS; }
+
+/* What to do to a list of files. fsbench.engines.loops.Files mirrors it. */
+struct fsb_files {
+    const char *pattern;    /* file i's path: printf(pattern, i, i % dirs), e.g. "/x/d%2$lld/f%1$lld" */
+    int64_t dirs;
+    char *data;             /* file_size + 1 bytes: what a create writes (the first file_size), a read's buffer */
+    uint64_t *counts;       /* latency histogram (latency.Histogram.counts) */
+    int64_t first, last;    /* the files [first, last) of the list */
+    int64_t file_size;      /* a create writes it, a read must find exactly it */
+    int64_t stamp_base;     /* stamp: a created file's first 8 bytes are stamp_base + i (no two alike) */
+    int64_t deadline_ns;    /* start no file after this (CLOCK_MONOTONIC ns; 0: none): IO500's stonewall */
+    int32_t op;             /* 0 create (open O_CREAT|O_EXCL, write, [fsync], close), 1 stat, 2 read (open, read,
+                               close), 3 delete (unlink) */
+    int32_t stamp;
+    int32_t fsync_each;     /* a create fsyncs each file before its close */
+    int32_t pad;
+};
+
+/* What happened. fsbench.engines.loops.FilesOut mirrors it. */
+struct fsb_files_out {
+    int64_t done;         /* files done: the next one is first + done */
+    int64_t total_ns, longest_ns, moved;
+    int64_t short_result; /* a read that found other than file_size bytes: what it found (else -1) */
+    int32_t error;        /* errno of the failing call on file first + done (0: none; EIO for a wrong size) */
+    int32_t pad;
+};
+
+static int one_file(const struct fsb_files *f, int64_t i, struct fsb_files_out *o) {
+    char path[PATH_MAX];
+    int fd, err = 0;
+    if (snprintf(path, sizeof path, f->pattern, (long long)i, (long long)(i % f->dirs)) >= (int)sizeof path)
+        return ENAMETOOLONG;
+    ssize_t got = 0;
+    switch (f->op) {
+    case 0:
+        if (f->stamp)
+            memcpy(f->data, &(int64_t){f->stamp_base + i}, 8);
+        if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0)
+            return errno;
+        while (got < f->file_size) { /* a short write: finish the file, or fail on a full disk */
+            ssize_t n = write(fd, f->data + got, f->file_size - got);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                err = n < 0 ? errno : ENOSPC;
+                break;
+            }
+            got += n;
+        }
+        if (!err && f->fsync_each && fsync(fd))
+            err = errno;
+        if (close(fd) && !err)
+            err = errno;
+        break;
+    case 1: {
+        struct stat st;
+        if (stat(path, &st))
+            return errno;
+        break;
+    }
+    case 2: /* one read of one byte more than the file should hold: its size is checked too */
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            return errno;
+        do
+            got = read(fd, f->data, f->file_size + 1);
+        while (got < 0 && errno == EINTR);
+        if (got < 0)
+            err = errno;
+        else if (got != f->file_size) {
+            o->short_result = got;
+            err = EIO;
+        }
+        if (close(fd) && !err)
+            err = errno;
+        break;
+    case 3:
+        if (unlink(path))
+            return errno;
+        break;
+    default:
+        return EINVAL;
+    }
+    if (!err)
+        o->moved += got;
+    return err;
+}
+
+int64_t fsb_sizeof_files(void) { return (int64_t)sizeof(struct fsb_files); }
+int64_t fsb_sizeof_files_out(void) { return (int64_t)sizeof(struct fsb_files_out); }
+
+/* One clock read per file, as the I/O loop: it ends this file's latency and starts the next one's (which
+   includes making its name, ~0.1 us, as mdtest's loop does too). */
+int fsb_files(const struct fsb_files *f, struct fsb_files_out *o) {
+    memset(o, 0, sizeof *o);
+    o->short_result = -1;
+    int64_t last = mono_ns();
+    for (int64_t i = f->first; i < f->last; i++) {
+        if (f->deadline_ns && last >= f->deadline_ns)
+            break;
+        int err = one_file(f, i, o);
+        if (err) {
+            o->error = err;
+            return -1;
+        }
+        int64_t now = mono_ns(), d = now - last;
+        f->counts[bucket(d)]++;
+        o->done++;
+        o->total_ns += d;
+        if (d > o->longest_ns)
+            o->longest_ns = d;
+        last = now;
+    }
+    return 0;
+}

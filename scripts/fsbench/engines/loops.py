@@ -1,8 +1,10 @@
-"""The python engine's I/O loop (loops.c): built once with the system's C compiler, run through ctypes.
+"""The python engine's I/O loop and the metadata phases' file loop (loops.c): built once with the system's C
+compiler, run through ctypes.
 
 run(io) moves a stream's blocks as `IO` says and returns `Out`: operations, bytes, latency sums per kind (the
 histograms it fills are latency.Histogram counters), and the width of the time series' bins it filled
-(`Series`). `make setup` builds the library into _build/ beside this
+(`Series`). FileLoop creates, stats, reads or deletes a list of files, each timed into a Histogram (the metadata
+engine's and io500's mdtest phases). `make setup` builds the library into _build/ beside this
 file; where it has not, the first measurement builds it into a cache folder outside the source tree (the source
 may be read-only, e.g. installed on a cluster), $FSBENCH_CACHE or ~/.cache/fsbench. Either is named by a hash of
 the source, so a changed loops.c is rebuilt, and parallel builds (Snakemake jobs, Slurm nodes on a shared
@@ -17,7 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from fsbench.toolkit.latency import SUB_BITS
+from fsbench.toolkit.latency import SUB_BITS, Histogram
 
 SOURCE = Path(__file__).with_name("loops.c")
 BUILD = Path(__file__).with_name("_build")  # make setup's
@@ -90,6 +92,41 @@ class Out(ctypes.Structure):
     ]
 
 
+class Files(ctypes.Structure):
+    """struct fsb_files of loops.c: what to do to a list of files."""
+
+    _p = ctypes.c_void_p
+    _fields_ = [
+        ("pattern", _p),
+        ("dirs", ctypes.c_int64),
+        ("data", _p),
+        ("counts", _p),
+        ("first", ctypes.c_int64),
+        ("last", ctypes.c_int64),
+        ("file_size", ctypes.c_int64),
+        ("stamp_base", ctypes.c_int64),
+        ("deadline_ns", ctypes.c_int64),
+        ("op", ctypes.c_int32),
+        ("stamp", ctypes.c_int32),
+        ("fsync_each", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+    ]
+
+
+class FilesOut(ctypes.Structure):
+    """struct fsb_files_out of loops.c: what happened."""
+
+    _fields_ = [
+        ("done", ctypes.c_int64),
+        ("total_ns", ctypes.c_int64),
+        ("longest_ns", ctypes.c_int64),
+        ("moved", ctypes.c_int64),
+        ("short_result", ctypes.c_int64),
+        ("error", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+    ]
+
+
 def _name(flags: list[str]) -> str:
     return f"loops-{hashlib.sha256(SOURCE.read_bytes() + ' '.join(flags).encode()).hexdigest()[:16]}.so"
 
@@ -135,7 +172,9 @@ def load() -> ctypes.CDLL:
         lib.fsb_run.argtypes = [ctypes.POINTER(IO), ctypes.POINTER(Out)]
         if lib.fsb_sub_bits() != SUB_BITS:
             raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
-        for struct, size in ((IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out)):
+        lib.fsb_files.argtypes = [ctypes.POINTER(Files), ctypes.POINTER(FilesOut)]
+        sizes = (IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out), (Files, lib.fsb_sizeof_files)
+        for struct, size in (*sizes, (FilesOut, lib.fsb_sizeof_files_out)):
             size.restype = ctypes.c_int64
             if size() != ctypes.sizeof(struct):
                 raise RuntimeError(
@@ -175,3 +214,71 @@ def run(io: IO) -> Out:
     out = Out()
     load().fsb_run(ctypes.byref(io), ctypes.byref(out))
     return out
+
+
+FILE_OPS = ("create", "stat", "read", "delete")  # loops.c's op numbers, in order
+
+
+class WrongSize(Exception):
+    """A read found other than the bytes the file was made with."""
+
+    def __init__(self, path: str, found: int, size: int):
+        super().__init__(f"read {found} bytes of {path}, which was made with {size}")
+        self.path, self.found, self.size = path, found, size
+
+
+class FileLoop:
+    """One process's files in one metadata phase, set up before its clock starts, so that run() does nothing per
+    file but make its name, the calls, the clock read and the histogram's counter.
+
+    File i is `folder`/`name` with {i} in name the file's number and {d} i % dirs (e.g. "d{d}/f{i}"): made in C
+    from a pattern, not a list, as IO500's stonewalled phases give each process millions of names it may not use.
+    create: open(O_CREAT|O_EXCL, 0644), write `data` (file_size bytes; with `stamp_base` each file's first 8
+    bytes become stamp_base + i, little-endian here), fsync if `fsync_each`, close. stat: stat(2). read: open,
+    one read of file_size + 1 bytes (it must find file_size), close. delete: unlink."""
+
+    def __init__(
+        self, op: str, folder: str, name: str, count: int, dirs: int = 1, file_size: int = 0, data: bytes = b"",
+        stamp_base=None, fsync_each=False,
+    ):  # fmt: skip
+        if op not in FILE_OPS:
+            raise ValueError(f"unknown file operation {op!r}; allowed: {', '.join(FILE_OPS)}")
+        self.folder, self.name, self.count, self.dirs, self.hist = str(folder), name, count, dirs, Histogram()
+        pattern = os.fsencode(self.folder).replace(b"%", b"%%") + b"/"
+        pattern += os.fsencode(name.replace("%", "%%")).replace(b"{i}", b"%1$lld").replace(b"{d}", b"%2$lld")
+        self._pattern = ctypes.create_string_buffer(pattern)
+        self._buf = ctypes.create_string_buffer(bytes(data[:file_size]), file_size + 1)
+        self.spec = Files(
+            pattern=ctypes.addressof(self._pattern),
+            dirs=dirs,
+            data=ctypes.addressof(self._buf),
+            counts=self.hist.counts.buffer_info()[0],
+            file_size=file_size,
+            stamp_base=stamp_base or 0,
+            op=FILE_OPS.index(op),
+            stamp=stamp_base is not None and file_size >= 8,
+            fsync_each=fsync_each,
+        )
+        self.moved = 0
+        load()
+
+    def path(self, i: int) -> str:
+        return f"{self.folder}/{self.name.format(i=i, d=i % self.dirs)}"
+
+    def run(self, first: int = 0, last: int | None = None, deadline_ns: int = 0) -> int:
+        """Files first.. up to last (default: count), none started at or after deadline_ns (CLOCK_MONOTONIC, as
+        time.monotonic_ns(); 0: none); how many were done. A failing call raises OSError naming the file (the
+        files before it are done and counted), a read of the wrong size WrongSize."""
+        self.spec.first, self.spec.last = first, self.count if last is None else last
+        self.spec.deadline_ns = deadline_ns
+        out = FilesOut()
+        load().fsb_files(ctypes.byref(self.spec), ctypes.byref(out))
+        h = self.hist
+        h.count, h.total_ns, h.max_ns = h.count + out.done, h.total_ns + out.total_ns, max(h.max_ns, out.longest_ns)
+        self.moved += out.moved
+        if out.error:
+            path = self.path(first + out.done)
+            if out.short_result >= 0:
+                raise WrongSize(path, out.short_result, self.spec.file_size)
+            raise OSError(out.error, os.strerror(out.error), path)
+        return out.done

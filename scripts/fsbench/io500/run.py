@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from fsbench.cluster.hosts import short_hostname
+from fsbench.engines.loops import FileLoop, WrongSize
 from fsbench.io500 import phases as ph
 from fsbench.storage import cache
 from fsbench.storage.devices import DeviceError
@@ -47,14 +48,6 @@ def prepare(root: Path, nprocs: int) -> None:
 
 def easy_file(root: Path, rank: int) -> Path:
     return root / "ior-easy" / f"file.{rank}"
-
-
-def easy_name(root: Path, rank: int, i: int) -> str:
-    return f"{root}/mdtest-easy/rank{rank}/file.{i}"
-
-
-def hard_name(root: Path, rank: int, i: int) -> str:
-    return f"{root}/mdtest-hard/file.{rank}.{i}"
 
 
 def limit_of(spec: dict, phase: str) -> int:
@@ -100,7 +93,10 @@ def _post_and_wait(sync: Path, rank: int, nprocs: int, done: int) -> list[int]:
 
 
 def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
-    """(open, item(i), close(durable)) of one process in one phase: what it does per item, and around them."""
+    """(open, run(first, last, deadline_ns), close(durable)) of one process in one phase: what it does around its
+    items, and its items first..last-1, none started at or after deadline_ns (CLOCK_MONOTONIC; 0: none), which
+    returns how many it did. The mdtest phases' items are loops.c's file loop, timed per file into
+    `state["latency"]`."""
     shift = ph.read_shift(spec["io500"]["processes"], len(spec["hosts"]), spec["read_from"])
     other = ph.partner(rank, nprocs, shift)
     state = {}
@@ -134,50 +130,40 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
                 if os.preadv(state["fd"], [view], where(i)) != t:
                     raise Io500Error(f"{phase}: short read of {path} at {where(i)} (rank {rank} reads rank {other}'s)")
 
+        def run(first, last, deadline_ns):
+            i = first
+            while i < last and not (deadline_ns and time.monotonic_ns() >= deadline_ns):
+                item(i)
+                i += 1
+            return i - first
+
         def end(durable):
             if durable:
                 os.fsync(state["fd"])
             os.close(state["fd"])
 
-        return start, item, end
-    easy = phase.startswith("mdtest-easy")
-    name = (lambda r, i: easy_name(root, r, i)) if easy else (lambda r, i: hard_name(root, r, i))  # noqa: E731
-    data = os.urandom(ph.MDTEST_HARD_BYTES)
-    if phase.endswith("write"):
+        return start, run, end, state
+    whose = rank if phase.endswith("write") else other
+    if phase.startswith("mdtest-easy"):
+        folder, name = root / "mdtest-easy" / f"rank{whose}", "file.{i}"
+    else:
+        folder, name = root / "mdtest-hard", f"file.{whose}.{{i}}"
+    op = {"write": "create", "stat": "stat", "read": "read", "delete": "delete"}[phase.rsplit("-", 1)[1]]
+    size = ph.MDTEST_HARD_BYTES if phase.startswith("mdtest-hard") and op in ("create", "read") else 0
+    files = FileLoop(op, folder, name, count=0, file_size=size, data=os.urandom(size))
+    state["latency"] = files.hist
 
-        def item(i):
-            fd = os.open(name(rank, i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            try:
-                if not easy and os.write(fd, data) != len(data):
-                    raise Io500Error(f"{phase}: short write of {name(rank, i)}")
-            finally:
-                os.close(fd)
-
-    elif phase.endswith("stat"):
-
-        def item(i):
-            os.stat(name(other, i))
-
-    elif phase.endswith("read"):
-
-        def item(i):
-            fd = os.open(name(other, i), os.O_RDONLY)
-            try:
-                if len(os.read(fd, ph.MDTEST_HARD_BYTES + 1)) != ph.MDTEST_HARD_BYTES:
-                    raise Io500Error(f"{phase}: {name(other, i)} is not {ph.MDTEST_HARD_BYTES} bytes")
-            finally:
-                os.close(fd)
-
-    else:  # delete
-
-        def item(i):
-            os.unlink(name(other, i))
+    def run(first, last, deadline_ns):
+        try:
+            return files.run(first, last, deadline_ns)
+        except WrongSize as e:
+            raise Io500Error(f"{phase}: {e}") from None
 
     def end(durable):
         if durable:
             _syncfs(root)
 
-    return (lambda: None), item, end
+    return (lambda: None), run, end, state
 
 
 def _find(root: Path, rank: int, nprocs: int) -> int:
@@ -206,28 +192,23 @@ def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: f
         count = _find(root, rank, nprocs)
         t1 = time.time()
         return {"rank": rank, "items": count, "bytes": 0, "start": t0, "end": t1, "end_durable": t1}
-    open_, item, close = _ops(spec, phase, root, rank, nprocs)
+    open_, run, close, state = _ops(spec, phase, root, rank, nprocs)
     write = phase in ph.WRITES
     stonewall = spec["io500"].get("stonewall-time") if write else None
-    t0 = time.time()
+    t0, mono0 = time.time(), time.monotonic_ns()
     open_()
     done, stopped = 0, None
     if stonewall:
-        deadline = t0 + stonewall
-        while done < items and time.time() < deadline:
-            item(done)
-            done += 1
-        stopped = done
+        done = stopped = run(0, items, mono0 + round(stonewall * 1e9))
         target = ph.wear_out(_post_and_wait(root / ".sync" / phase, rank, nprocs, done), items)
     else:
         target = items
-    while done < target:
-        item(done)
-        done += 1
+    done += run(done, target, 0)
     t1 = time.time()
     close(write)
     t2 = time.time()
     record = {"rank": rank, "items": done, "bytes": done * item_bytes(spec, phase), "start": t0, "end": t1}
+    record |= {"latency": state["latency"].as_record()} if "latency" in state else {}
     return record | {"end_durable": t2} | ({"at_stonewall": stopped} if stonewall else {}) | _whose(spec, phase, rank)
 
 
