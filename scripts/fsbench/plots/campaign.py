@@ -770,9 +770,21 @@ def _nines(p) -> np.ndarray:
 def _latency_percentiles(curves: pd.DataFrame) -> Figure | None:
     """Latency percentile curves (fsbench.analysis.percentiles): per op and test a panel, latency (log) against
     percentile on a log-percentile axis (p50 … p99.99, each nine the same width), one line per target and queue
-    depth, from the histograms of all the cell's operations over its repetitions."""
-    if curves is None or curves.empty:
+    depth, from the histograms of all the cell's operations over its repetitions. Where no cell has the 2
+    operations a p50 needs (one block per stream, one repeat), a figure that says so: the workflow expects the file."""
+    if curves is None:
         return None
+    if curves.empty:
+        fig = plt.figure(figsize=(7, 1.5))
+        fig.text(
+            0.5,
+            0.5,
+            "No latency percentile curve: a p50 needs 2 operations in a cell (its repetitions pooled),\n"
+            "and no cell made that many (e.g. one block per stream, one repetition)",
+            ha="center",
+            va="center",
+        )
+        return fig
     curves = with_iodepth(curves)
     several = [c for c in ("host", "array") if curves[c].nunique(dropna=False) > 1]
     names = [" ".join([*(str(r[c]) for c in several), str(r["target"])]) for _, r in curves.iterrows()]
