@@ -1,4 +1,6 @@
-"""IOR and mdtest, built out of the repository from ../shared/peers/ior-5fcf0ba.tar.gz (hpc/ior, GPL-2.0).
+"""IOR and mdtest, built out of the repository from ../shared/peers/ior-5fcf0ba.tar.gz (hpc/ior, GPL-2.0), and
+IO500's parallel find, pfind, from pfind-aaba722.tar.gz (github VI4IO/pfind at aaba722, LGPL-3.0, what IO500's
+prepare.sh builds) where that tarball is found: ../shared/peers or /var/tmp/fsbench-peers.
 
     python tools/peers.py build     # build once into /var/tmp/fsbench-peers (apt for what is missing); prints bin/
     python tools/peers.py where     # prints the bin folder if built, else exits 1
@@ -22,6 +24,8 @@ ROOT = Path("/var/tmp/fsbench-peers")
 PREFIX = ROOT / "install"
 BIN = PREFIX / "bin"
 STAMP = PREFIX / "tarball.sha256"
+PFIND_TARBALLS = [TARBALL.parent / "pfind-aaba722.tar.gz", ROOT / "pfind-aaba722.tar.gz"]
+PFIND_STAMP = PREFIX / "pfind.sha256"
 PACKAGES = {"autoreconf": "autoconf", "automake": "automake", "libtoolize": "libtool", "pkg-config": "pkg-config"}
 PACKAGES |= {"mpirun": "openmpi-bin", "mpicc": "libopenmpi-dev"}
 # As root Open MPI refuses to start without these; --oversubscribe lets 2+ ranks run on 2 cores.
@@ -93,6 +97,34 @@ def build(log=None) -> Path:
             out.close()
     STAMP.write_text(_sha256(TARBALL) + "\n")
     return BIN
+
+
+def pfind(log=None) -> Path | None:
+    """IO500's pfind, built (once per tarball, into IOR's bin folder) if its tarball is found; else None.
+    Built as its compile.sh does, without lz4 (an optional speed-up of its work stealing between processes)."""
+    tarball = next((t for t in PFIND_TARBALLS if t.exists()), None)
+    if tarball is None:
+        return None
+    exe, digest = BIN / "pfind", _sha256(tarball)
+    if exe.exists() and PFIND_STAMP.exists() and PFIND_STAMP.read_text().strip() == digest:
+        return exe
+    src = ROOT / "src-pfind"
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    with tarfile.open(tarball) as tar:
+        tar.extractall(src, filter="data")
+    tree = src / "pfind"
+    sources = [f"src/{name}.c" for name in ("pfind-main", "pfind-options", "pfind", "option")]
+    argv = ["mpicc", "-O2", "-std=gnu99", "-Wno-format-overflow", "-o", str(exe), *sources, "-lm"]
+    BIN.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
+    if log:
+        with open(log, "a") as f:
+            f.write(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise Unavailable(f"{' '.join(argv)} in {tree} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    PFIND_STAMP.write_text(digest + "\n")
+    return exe
 
 
 def mpirun(ranks: int) -> list[str]:

@@ -17,7 +17,8 @@ SHARED (a folder, NODES > 1) adds one real shared filesystem: a GlusterFS volume
 brick under DIR/gluster) served by a glusterd of this cluster's own at 10.231.0.1 and mounted at SHARED by every
 node through a FUSE client of its own: this host's in its namespaces, each extra node's inside its network
 namespace and a mount namespace of its own (its slurmd and so its jobs live there), so that no node reads
-through another's client cache. stop unmounts every client and stops the brick and glusterd.
+through another's client cache, and with the client's own caches off (UNCACHED). stop unmounts every client and
+stops the brick and glusterd.
 """
 
 import contextlib
@@ -34,6 +35,11 @@ from pathlib import Path
 PACKAGES = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", "munged": "munge"}
 GLUSTER_PACKAGES = {"glusterd": "glusterfs-server", "gluster": "glusterfs-server", "glusterfs": "glusterfs-client"}
 VOLUME = "fsbench"  # the shared volume's name (its glusterd is this cluster's own: no other volume is there)
+# The GlusterFS client's own caches, in its userspace translators where drop_caches does not reach: md-cache
+# (stat-prefetch), io-cache, read-ahead, quick-read, open-behind, readdir-ahead, write-behind (flush-behind is
+# write-behind's). All off on the test volume, so that a read or stat after a cache drop is cold, as on a local
+# filesystem; the kernel's FUSE caches (pages, entries, attributes) are dropped by drop_caches.
+UNCACHED = ["stat-prefetch", "io-cache", "read-ahead", "quick-read", "open-behind", "readdir-ahead", "write-behind"]
 NET = "10.231.0"  # this host is .1 on the veths, node N is .N
 # Sets the namespace's host name, then becomes the daemon; the names come as arguments, never as code.
 AS_NODE = 'hostname "$0" && exec "$@"'
@@ -278,6 +284,7 @@ def start_shared(base: Path, shared: Path, n: int) -> None:
         time.sleep(0.1)
     # force: the brick lies on the root filesystem, which gluster refuses by default
     _gluster(gdir, "volume", "create", VOLUME, f"{NET}.1:{gdir}/brick", "force")
+    _gluster(gdir, "volume", "set", VOLUME, *(x for o in UNCACHED for x in (f"performance.{o}", "off")))
     _gluster(gdir, "volume", "start", VOLUME)
     shared.mkdir(parents=True, exist_ok=True)
     for node in [None, *extra_nodes(n)]:
