@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ PHASES = ["write", "read", "md create", "md stat", "md read", "md delete"]
 IO500 = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
 IO500 += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
 IO500 += ["mdtest-hard-delete"]
+PFIND = "pfind-aaba722.tar.gz"  # tools/peers.py builds find's peer from it where it is found
 
 
 def test_every_phase_has_both_figures_and_a_ratio():
@@ -49,5 +51,10 @@ def test_every_phase_has_both_figures_and_a_ratio():
         assert float(ratio) > 0 and met in ("met", "not met")
     assert "mdtest -F -P -u -L -n 200 -T -d DIR" in proc.stdout and "--posix.odirect -F -C -e" in proc.stdout
     assert "-t 47008 -b 47008 -s 20" in proc.stdout and "-w 3901 -e 3901" in proc.stdout
+    pfind = [REPO.parent / "shared" / "peers" / PFIND, Path("/var/tmp/fsbench-peers") / PFIND]
+    if any(p.exists() for p in pfind):  # find's peer is IO500's pfind, run as IO500's phase_find runs it
+        assert "pfind DIR -newer DIR-timestamp -size 3901c -name '*01*' -C -q 10000" in proc.stdout
+    else:
+        assert "| io500 find | io500 campaign, phase find | `find DIR -type f | wc -l` |" in proc.stdout
     assert "SMOKE=1: nothing written" in proc.stderr
     assert (doc.read_bytes() if doc.exists() else None) == before
