@@ -480,7 +480,9 @@ FINDINGS = [
     "ior-easy-write: 0.96 s, of it 0.62 s the flush (IOR's `-e` also fsyncs inside its write time: same work). "
     "mdtest-hard-write: 0.324 s, of it 0.096 s the flush, which mdtest (no fsync option in IO500's command) never"
     " does: without it fsbench's figure would be 1.4 x higher, most of its gap to mdtest. mdtest-easy-write "
-    "(empty files): 0.012 s of 0.284 s.",
+    "(empty files): 0.012 s of 0.284 s. Again with the C file loop (4 runs, io500 mdtest phases alone, 2 x 2,000 "
+    "and 2 x 1,000 files, load ~1): mdtest-hard-write 52-54 ms, of it 23-24 ms the syncfs (67 kIOPS without it, "
+    "37-38 with; mdtest 40-77 kIOPS in the pairs below); mdtest-easy-write 38-71 ms, of it 1-3 ms.",
     "- **Starts apart.** The processes of a phase started within 1 ms of each other for ior-easy and mdtest-easy,"
     " 13-19 ms for ior-hard-write and mdtest-hard-write, on phases of 0.3-0.5 s (measured before each process set"
     " up ahead of the common start; not measured since).",
@@ -510,6 +512,12 @@ FINDINGS = [
     "- On this loaded machine a round's ratio swings by 2-5 x (the range column): the targets cannot be judged "
     "from these runs; rerun on a quiet machine (`make bench-peers`, about 15 min) before reading a miss as "
     "fsbench's.",
+    "- ext4-ram, the io500 pair (fsbench's campaign and the peer's twelve runs) in 2 rounds on one image, run "
+    "twice, load 1.2-1.7: in both second rounds (the peer first) fsbench's ior-easy-write ran ~7 x slower than in"
+    " the first (2.1-2.2 -> 0.30 GiB/s), both tools' ior-hard-write 2.5-4 x (1.0-1.2 -> 0.26-0.41), IOR's "
+    "ior-easy-write once (1.9 -> 0.89) and once not (2.1 -> 2.1), and fsbench's ior-easy-read ran 8 x faster "
+    "(0.97-1.1 -> 8.3 GiB/s); a round's ratios then hold the storage's state at each tool's turn, minutes apart. "
+    "Not measured why.",
     "- GlusterFS, io500 mdtest-hard-delete: fsbench/peer 0.24 (client caches off) and 0.28 (on) in the rounds "
     "where fsbench's campaign ran first, 0.98 and 0.58 where it ran second (the io500 pair alone, as above): not "
     "measured why.",
