@@ -174,6 +174,9 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
         at_wall = [q["at_stonewall"] for q in procs]
         assert 0 < max(at_wall) < run_limit(cell, phase)  # the stonewall stopped it, not its limit
         assert {q["items"] for q in procs} == {max(at_wall)}  # wear-out: all as far as the furthest
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) >= 2:  # each process bound to a CPU of its own, as mpirun binds IO500's ranks
+            assert [q["cpu"] for q in procs] == cpus[:2]
         if phase.startswith("mdtest"):  # each file timed (loops.c's file loop), before the stonewall and after
             assert [q["latency"]["count"] for q in procs] == [q["items"] for q in procs]
         assert "stonewall-time 0.02 s is under the list's 300 s" in records[phase]["invalid_reasons"]

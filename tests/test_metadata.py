@@ -4,6 +4,7 @@ checks, a full filesystem during create on a real tmpfs), and end to end on ext4
 
 import errno
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -31,6 +32,9 @@ def test_every_phase_moves_every_file_and_times_each_one(tmp_path):
         lat = [figure[k] for k in ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_p999_us", "lat_max_us")]
         assert 0 < lat[0] and lat == sorted(lat)
         assert all(s["latency"]["count"] == 300 for s in figure["streams"])
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) >= 2:  # each stream bound to a CPU of its own
+            assert [s["cpu"] for s in figure["streams"]] == cpus[:2]
         assert 0 < figure["seconds"] <= figure["seconds_durable"]
     assert list(tmp_path.iterdir()) == []  # every tree removed
 
@@ -291,3 +295,27 @@ def test_the_file_loop_starts_no_file_after_its_deadline(tmp_path):
     assert loop.run(0, 10**6, deadline_ns=time.monotonic_ns()) == 0
     done = loop.run(0, 10**6, deadline_ns=time.monotonic_ns() + 200_000_000)
     assert 0 < done < 10**6 and len(list(tmp_path.iterdir())) == done
+
+
+def test_each_worker_is_bound_to_a_cpu_of_its_own_unless_they_outnumber_the_cpus():
+    """As mpirun binds mdtest's and IOR's ranks: worker i of n on the i-th CPU this process may use; none bound
+    where the workers outnumber those CPUs. Run in forked children (binding pytest itself would stay)."""
+    import multiprocessing
+
+    from fsbench.toolkit.system import pin_to_cpu
+
+    def child(index, count, out):
+        out.put((pin_to_cpu(index, count), sorted(os.sched_getaffinity(0))))
+
+    cpus = sorted(os.sched_getaffinity(0))
+    ctx = multiprocessing.get_context("fork")
+    for index, count in ((0, len(cpus)), (len(cpus) - 1, len(cpus)), (0, len(cpus) + 1)):
+        out = ctx.Queue()
+        p = ctx.Process(target=child, args=(index, count, out))
+        p.start()
+        cpu, allowed = out.get()
+        p.join()
+        if count > len(cpus):
+            assert cpu is None and allowed == cpus
+        else:
+            assert cpu == cpus[index] and allowed == [cpu]

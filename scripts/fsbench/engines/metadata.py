@@ -25,6 +25,7 @@ from fsbench.engines.job import aggregate
 from fsbench.engines.loops import FileLoop, WrongSize
 from fsbench.engines.loops import load as load_loops
 from fsbench.storage.devices import DeviceError
+from fsbench.toolkit.system import pin_to_cpu
 
 PHASES = ("create", "stat", "read", "delete")
 # What a file costs a filesystem beyond its data, at most, for the space check: an inode, a directory entry.
@@ -160,7 +161,8 @@ def _phase(job: MetaJob, phase: str, stream: int, ready=lambda: None) -> dict:
 
 def _worker(job: MetaJob, phase: str, stream: int, start_line, results) -> None:
     try:
-        results.put((stream, _phase(job, phase, stream, start_line.wait)))
+        cpu = pin_to_cpu(stream, job.streams)  # as mpirun binds mdtest's ranks
+        results.put((stream, _phase(job, phase, stream, start_line.wait) | {"cpu": cpu}))
     except OSError as e:
         results.put((stream, {"error": e.errno, "message": str(e)}))
     except BaseException as e:  # noqa: BLE001 (the parent reports it; a worker must always answer)

@@ -23,6 +23,7 @@ from fsbench.io500 import phases as ph
 from fsbench.storage import cache
 from fsbench.storage.devices import DeviceError
 from fsbench.toolkit.records import read_json, write_json
+from fsbench.toolkit.system import pin_to_cpu
 
 _libc = ctypes.CDLL(None, use_errno=True)
 POLL_S = 0.005  # how often a process that reached the stonewall looks for the others' counts
@@ -187,13 +188,16 @@ def _find(root: Path, rank: int, nprocs: int) -> int:
 def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: float, items: int) -> dict:
     """One process's share of a phase: set up (buffers, names), wait for the common start, then its items; a write
     stops at the stonewall (if any), posts how far it got and writes on to the furthest (wear-out); durable with
-    its flush. Set up before the start, so that no process starts its clock while another still sets up."""
+    its flush. Set up before the start, so that no process starts its clock while another still sets up; each
+    process bound to a CPU of its own (where there are as many), as mpirun binds IO500's ranks."""
+    p = spec["io500"]["processes"]
+    cpu = {"cpu": pin_to_cpu(rank % p, p)}
     if phase == "find":
         time.sleep(max(0.0, start_at - time.time()))
         t0 = time.time()
         count = _find(root, rank, nprocs)
         t1 = time.time()
-        return {"rank": rank, "items": count, "bytes": 0, "start": t0, "end": t1, "end_durable": t1}
+        return {"rank": rank, "items": count, "bytes": 0, "start": t0, "end": t1, "end_durable": t1} | cpu
     open_, run, close, state = _ops(spec, phase, root, rank, nprocs)
     if phase.startswith("mdtest-"):
         # The way to the phase's folder is walked before the start, as mdtest's access(testdir) is before its
@@ -215,7 +219,7 @@ def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: f
     close(write)
     t2 = time.time()
     record = {"rank": rank, "items": done, "bytes": done * item_bytes(spec, phase), "start": t0, "end": t1}
-    record |= {"latency": state["latency"].as_record()} if "latency" in state else {}
+    record |= ({"latency": state["latency"].as_record()} if "latency" in state else {}) | cpu
     return record | {"end_durable": t2} | ({"at_stonewall": stopped} if stonewall else {}) | _whose(spec, phase, rank)
 
 

@@ -1,5 +1,7 @@
-"""Running external tools: argument lists only, never a shell, and errors that carry the tool's own words."""
+"""Running external tools: argument lists only, never a shell, and errors that carry the tool's own words; and
+binding a worker process to a CPU."""
 
+import os
 import subprocess
 
 
@@ -37,3 +39,16 @@ def version(argv: list[str]) -> str:
         return str(e)
     text = (proc.stdout or proc.stderr).strip()
     return text.splitlines()[0] if text else ""
+
+
+def pin_to_cpu(index: int, count: int) -> int | None:
+    """Bind this process to one CPU of those it may run on: worker `index` of `count` on this host gets the
+    index-th, as mpirun binds its ranks to cores (Open MPI's default for 2 ranks). Unbound, two workers of a
+    cold stat phase wandered between the cores at each wait for a read, and ran it at ~0.55 of mdtest's rate
+    (bound: ~1.0; docs/bench-peers.md). None, and nothing bound, where the workers outnumber the CPUs (as
+    mpirun does not bind when oversubscribed)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if count > len(cpus):
+        return None
+    os.sched_setaffinity(0, {cpus[index]})
+    return cpus[index]
