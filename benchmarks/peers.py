@@ -457,19 +457,29 @@ FINDINGS = [
     "its phase; fsbench's first stat paid it inside its phase (of 15-40 ms). Each stream now stats its root "
     "before the start line, as does each io500 process, which also sets up before the common start (it used to "
     "make its buffers, and load the C library, after it).",
-    "- **What is left: a few slow files and a loaded machine.** Cold, per-file latencies are now mdtest's: "
-    "fsbench's histograms p50 6.2-8.3 µs, p90 7.1-9.9 µs (mdtest-easy- and -hard-stat, 4 runs each) against "
-    "mdtest's own per-operation record (`--savePerOpDataCSV`) p50 6.2-9.1 µs, p90 7.9-11.0 µs (mdtest-hard-stat, "
-    "4 runs paired with fsbench's, same drop). But a phase of 2 x 2,000 cold stats lasts 15-40 ms, and its mean "
-    "per file (13-18 µs) is twice its median: some 0.1-0.5 % of the stats take 1-5 ms (not traced: likely an "
-    "inode-table read through the loop device, or a process preempted on 2 cores at load 3-6), in both tools. "
-    "Paired rounds, 15 each, fsbench before -> after (each against mdtest in the same round; medians of the "
-    "rounds' ratios, before/after in brackets): at load 1-1.5, md stat 0.90 -> 0.97 (1.05), io500 "
-    "mdtest-hard-stat 0.54 -> 0.67 (1.20), mdtest-easy-stat 0.60 -> 0.81 (1.32); at load 3-4, 0.73 -> 0.67 "
-    "(1.06), 0.49 -> 0.53 (0.98), 0.73 -> 0.75 (1.01), each round's ratio ranging 0.3-3.5. mdtest-hard-stat is "
-    "still short of the 0.9-1.1 target (mdtest 207k files/s, fsbench 130k, at load 1-1.5), with per-file medians "
-    "alike: its tail, not its loop; not found why. Judge the stat phases on a quiet machine, and with more files "
-    "(n) so that a phase outlasts the stalls.",
+    "- **Slow files and a loaded machine.** Cold, per-file latencies are now mdtest's: fsbench's histograms p50 "
+    "6.2-8.3 µs, p90 7.1-9.9 µs (mdtest-easy- and -hard-stat, 4 runs each) against mdtest's own per-operation "
+    "record (`--savePerOpDataCSV`) p50 6.2-9.1 µs, p90 7.9-11.0 µs (mdtest-hard-stat, 4 runs paired with "
+    "fsbench's, same drop). But a phase of 2 x 2,000 cold stats lasts 15-40 ms, and its mean per file (13-18 µs) "
+    "is twice its median: some 0.1-0.5 % of the stats take 1-5 ms (not traced: likely an inode-table read through"
+    " the loop device, or a process preempted on 2 cores at load 3-6), in both tools. Paired rounds, 15 each, "
+    "fsbench before -> after (each against mdtest in the same round; medians of the rounds' ratios, before/after "
+    "in brackets): at load 1-1.5, md stat 0.90 -> 0.97 (1.05), io500 mdtest-hard-stat 0.54 -> 0.67 (1.20), "
+    "mdtest-easy-stat 0.60 -> 0.81 (1.32); at load 3-4, 0.73 -> 0.67 (1.06), 0.49 -> 0.53 (0.98), 0.73 -> 0.75 "
+    "(1.01), each round's ratio ranging 0.3-3.5. mdtest-hard-stat was still short of the target (mdtest 207k "
+    "files/s, fsbench 130k, at load 1-1.5), with per-file medians alike: its tail, not its loop, until the "
+    "binding below.",
+    "- **Binding to a CPU (fixed).** mpirun binds each of its 2 ranks to a core (Open MPI's default); fsbench's "
+    "workers were unbound. On a quiet machine (load 0.3-0.5, 10 paired rounds, the same trees) io500 "
+    "mdtest-hard-stat ran 91k-259k files/s unbound (median 136k), 207k-262k bound with `sched_setaffinity` "
+    "(median 243k), mdtest 212k-260k (247k), and `mdtest --bind-to none` fell to 100k-258k (8 rounds, median "
+    "~128k). Likely (not traced): unbound, a process of a cold stat phase may wake on the other core after a wait"
+    " for a read. The metadata engine's workers and io500's processes are now bound, worker i to the i-th CPU it "
+    "may use (fsbench.toolkit.system.pin_to_cpu; none where they outnumber the CPUs, as mpirun does not bind when"
+    " oversubscribed), and their records say which. Paired again, 15 rounds, load 0.4-0.8, fsbench before -> "
+    "after / mdtest (before/after in brackets): md stat 0.87 -> 0.98 (1.04), io500 mdtest-hard-stat 0.58 -> 0.97 "
+    "(1.78), mdtest-easy-stat 0.62 -> 1.04 (1.59): all three within the 0.9-1.1 target, each round's ratio "
+    "0.75-1.44.",
     "",
     "## What the io500 rows hold that the peer's do not (measured by hand, 2026-12-05)",
     "",
