@@ -10,7 +10,8 @@ series, Benjamini–Hochberg across the store's series, history_min_change 5 %):
   run. Judged alone (a store of that one series), and in stores of 50 series of which 10 step (by ×1.1 or
   ×1/1.1), where Benjamini–Hochberg asks more of each. Target: ≥ 90 % of the steps.
 - a 3× step: stores of 50 series × 21 runs, 10 of them stepping by ×3 or ×1/3 at the last run (20 before, 1
-  after); found = `suspected` at that run. Target: ≥ 99 %.
+  after); found = `suspected` at that run. Target: ≥ 99 %. And the same after only 3 runs (a nightly job's fourth
+  night), each series' noise drawn between 3 and 12 % (WOBBLE): its noise is barely known from 3 runs.
 
 A run's value is its median: 100 × exp(noise). Seeds: the thresholds in changes.py were chosen on seeds 0-99
 (`--choose` prints the same figures on them); the figures here come from seeds 10,000 on, never used to choose.
@@ -33,6 +34,7 @@ from fsbench.history import changes  # noqa: E402
 
 SERIES, STEPPED, RUNS = 50, 10, 20
 NOISE = 0.03
+WOBBLE = (0.03, 0.12)  # the noise of series on a loaded machine: 12 % seen (tests/test_history_campaign.py)
 EVAL_SEED, CHOOSE_SEED = 10_000, 0
 
 
@@ -45,15 +47,18 @@ def flat_store(rng, heavy: bool) -> bool:
     return any(changes.judge(list(values)))
 
 
-def step_store(rng, factor: float, after: int) -> tuple[int, int, int]:
-    """(found, stepped, false alarms on the flat series) of one store with STEPPED stepping series."""
-    values = 100 * np.exp(noise(rng, (SERIES, RUNS + after), False))
+def step_store(rng, factor: float, after: int, before: int = RUNS, wobbly: bool = False) -> tuple[int, int, int]:
+    """(found, stepped, false alarms on the flat series) of one store with STEPPED stepping series. `wobbly`: each
+    series' noise drawn between 3 and 12 % (a loaded machine's nights), not 3 %."""
+    values = 100 * np.exp(noise(rng, (SERIES, before + after), False))
+    if wobbly:
+        values = 100 * (values / 100) ** (rng.uniform(*WOBBLE, (SERIES, 1)) / NOISE)
     signs = rng.choice([-1, 1], STEPPED)
     for i, s in enumerate(signs):
-        values[i, RUNS:] *= factor**s
+        values[i, before:] *= factor**s
     judged = changes.judge(list(values))
     want_confirmed = after >= changes.MIN_SIZE
-    found = sum(any(c.index == RUNS and c.confirmed == want_confirmed for c in judged[i]) for i in range(STEPPED))
+    found = sum(any(c.index == before and c.confirmed == want_confirmed for c in judged[i]) for i in range(STEPPED))
     alarms = sum(bool(j) for j in judged[STEPPED:])
     return found, STEPPED, alarms
 
@@ -89,14 +94,15 @@ def table(stores: int, seed: int) -> list[dict]:
             "ok": found / (stores * STEPPED) >= 0.9,
         }
     )
-    for name, factor, after, target in (
-        ("10 % step, 3 runs after it, 10 of 50 series of a store (confirmed at its run)", 1.1, 3, 0.90),
-        ("3× step, 1 run after it (suspected at its run)", 3.0, 1, 0.99),
+    for name, factor, after, before, wobbly, target in (
+        ("10 % step, 3 runs after it, 10 of 50 series of a store (confirmed at its run)", 1.1, 3, RUNS, False, 0.90),
+        ("3× step, 1 run after it (suspected at its run)", 3.0, 1, RUNS, False, 0.99),
+        ("3× step after only 3 runs, 3-12 % noise, 1 run after it (suspected at its run)", 3.0, 1, 3, True, 0.99),
     ):
         rng = np.random.default_rng(seed + 1)
         found = total = alarms = 0
         for _ in range(stores):
-            f, t, a = step_store(rng, factor, after)
+            f, t, a = step_store(rng, factor, after, before, wobbly)
             found, total, alarms = found + f, total + t, alarms + a
         rows.append(
             {

@@ -40,7 +40,10 @@ with both flat rows at most 5 of 100 there (docs/bench-history.md).
 With fewer than MIN_SIZE runs after it a step cannot be tested yet. When every run after the last change (or
 the start) lies beyond SUSPECT_SIGMAS × the noise of the runs before it, all on one side, and by at least
 `min_change`, it is reported as `suspected` from the first such run; once MIN_SIZE runs follow, the test above
-confirms it (`regression` or `improvement`) or not.
+confirms it (`regression` or `improvement`) or not. With fewer than 2 × MIN_SIZE runs before it, their noise (from
+two to four differences) is not known well enough to count sigmas (three nights wobbling 12 % put 20 of them
+beyond a 3.2x drop; three equal ones put them under a 12 % wobble): the runs after it must lie beyond a factor
+SUSPECT_RATIO instead (a 3x step after 3 runs at 3-12 % noise: suspected in 1,000 of 1,000, from 479 by sigmas).
 
 The thresholds (FDR, SUSPECT_SIGMAS) were chosen on benchmark seeds 0-99 (benchmarks/history.py --choose) and
 are judged on seeds from 10,000 on, which never chose anything.
@@ -60,6 +63,7 @@ MIN_SIZE = 3  # runs on each side of a confirmed change: a step shows only when 
 FDR = 0.025  # Benjamini–Hochberg's false discovery rate across the series of one call
 MIN_CHANGE = 0.05  # history_min_change's default: smaller steps of the median are not reported
 SUSPECT_SIGMAS = 20.0  # how far outside the noise the runs after a fresh step must lie to be suspected
+SUSPECT_RATIO = 2.0  # how far off (a factor) they must lie when too few runs before them tell the noise
 NOISE_FLOOR = 0.005  # the least noise assumed (0.5 %): a series repeated to the last digit is not cut at a wobble
 # The metric each series is tested on, by workload and op (an IO500 phase: its figure, io500.metric).
 LEAD = {"write": "mb_s_durable", "read": "mb_s", "metadata": "iops"}
@@ -202,17 +206,20 @@ def _segment(values, logs, lo, hi, cutoff, min_change, min_size, prior, first=No
 def suspected(values, logs, start: int, min_change: float, min_size: int = MIN_SIZE) -> Change | None:
     """A fresh step at the end of a piece whose runs from `start` on (the last change, or the piece's start) are
     too few to test it: the first run k (fewer than min_size from the end) from which every run lies beyond
-    SUSPECT_SIGMAS × the noise of the runs start..k, on one side, by at least min_change."""
+    SUSPECT_SIGMAS × the noise of the runs start..k, on one side, by at least min_change. With fewer than
+    2 × min_size runs start..k their noise is not known (from two differences it is often 3 times too small or
+    too large): beyond a factor SUSPECT_RATIO instead."""
     n = len(values)
     for k in range(max(start + min_size, n - min_size + 1), n):
         ref, tail = logs[start:k], logs[k:]
-        level, sigma = float(np.median(ref)), noise(ref)
-        if (np.abs(ref - level) >= SUSPECT_SIGMAS * sigma).any():  # the step began earlier: not a fresh one
+        level = float(np.median(ref))
+        limit = SUSPECT_SIGMAS * noise(ref) if len(ref) >= 2 * min_size else np.log(SUSPECT_RATIO)
+        if (np.abs(ref - level) >= limit).any():  # the step began earlier: not a fresh one
             continue
         off = tail - level
         if not ((off > 0).all() or (off < 0).all()):
             continue
-        if np.min(np.abs(off)) < SUSPECT_SIGMAS * sigma:
+        if np.min(np.abs(off)) < limit:
             continue
         before, after = float(np.median(values[start:k])), float(np.median(values[k:]))
         if _magnitude(before, after) >= min_change:
