@@ -15,7 +15,7 @@ SIZE = 16 * 2**20
 HERE, OTHER = socket.gethostname(), "fsbench-n2"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def campaign(tmp_path_factory):
     """Both hosts, a shared path, file per host and one shared file: (Slurm's job log, workdir, measurements)."""
     base = tmp_path_factory.mktemp("slurm2")

@@ -45,7 +45,7 @@ def gluster_processes(base: Path) -> list[str]:
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def campaign(tmp_path_factory):
     """(workdir, measurements, what each host's job saw of the mount, what was left afterwards)."""
     base = tmp_path_factory.mktemp("slurm-shared")

@@ -16,6 +16,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+from apt_install import Unavailable, install
+
 REPO = Path(__file__).resolve().parents[1]
 TARBALL = REPO.parent / "shared" / "peers" / "ior-5fcf0ba.tar.gz"
 ROOT = Path("/var/tmp/fsbench-peers")
@@ -26,10 +28,6 @@ PACKAGES = {"autoreconf": "autoconf", "automake": "automake", "libtoolize": "lib
 PACKAGES |= {"mpirun": "openmpi-bin", "mpicc": "libopenmpi-dev"}
 # As root Open MPI refuses to start without these; --oversubscribe lets 2+ ranks run on 2 cores.
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-
-
-class Unavailable(RuntimeError):
-    """IOR cannot be built here."""
 
 
 def _sha256(path: Path) -> str:
@@ -49,26 +47,13 @@ def built() -> Path | None:
     return BIN if (BIN / "ior").exists() and (BIN / "mdtest").exists() else None
 
 
-def install_packages() -> None:
-    missing = sorted({pkg for tool, pkg in PACKAGES.items() if not shutil.which(tool)})
-    if not missing:
-        return
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise Unavailable(f"IOR needs {', '.join(missing)} to build: root and apt-get install them")
-    env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            raise Unavailable(f"{' '.join(argv)} failed: {proc.stderr.strip()[-500:]}")
-
-
 def build(log=None) -> Path:
     """Build (or reuse) IOR and mdtest; returns their bin folder. `log`: a file the build's output goes to."""
     if found := built():
         return found
     if not TARBALL.exists():
         raise Unavailable(f"{TARBALL} is missing: the peers are read from ../shared/peers beside the repository")
-    install_packages()
+    install(PACKAGES, "building IOR and mdtest")
     src = ROOT / "src"
     shutil.rmtree(src, ignore_errors=True)
     shutil.rmtree(PREFIX, ignore_errors=True)

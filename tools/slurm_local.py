@@ -31,6 +31,9 @@ import sys
 import time
 from pathlib import Path
 
+import apt_install
+from apt_install import Unavailable, which
+
 PACKAGES = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", "munged": "munge"}
 GLUSTER_PACKAGES = {"glusterd": "glusterfs-server", "gluster": "glusterfs-server", "glusterfs": "glusterfs-client"}
 VOLUME = "fsbench"  # the shared volume's name (its glusterd is this cluster's own: no other volume is there)
@@ -47,25 +50,8 @@ MARK = "# Slurm made by tools/slurm_local.py"  # the first line of every slurm.c
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")  # where srun inside a job looks (SLURM_CONF is not passed on)
 
 
-class Unavailable(RuntimeError):
-    """Slurm cannot be installed or started here."""
-
-
-def _which(tool: str) -> str | None:
-    return shutil.which(tool) or shutil.which(tool, path="/usr/sbin:/sbin")
-
-
-def install(packages: dict = PACKAGES) -> None:
-    missing = sorted({pkg for tool, pkg in packages.items() if not _which(tool)})
-    if not missing:
-        return
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise Unavailable(f"Slurm is not installed ({', '.join(missing)}) and cannot be: needs root and apt-get")
-    env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
-    for argv in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
-        proc = subprocess.run(argv, capture_output=True, text=True, env=env)
-        if proc.returncode != 0:
-            raise Unavailable(f"{' '.join(argv)} failed: {proc.stderr.strip()[-500:]}")
+def install(packages: dict = PACKAGES, what: str = "a local Slurm") -> None:
+    apt_install.install(packages, what)
 
 
 def extra_nodes(n: int) -> list[str]:
@@ -73,7 +59,7 @@ def extra_nodes(n: int) -> list[str]:
 
 
 def config(base: Path, n: int = 1) -> str:
-    node = subprocess.run([_which("slurmd"), "-C"], capture_output=True, text=True, check=True).stdout
+    node = subprocess.run([which("slurmd"), "-C"], capture_output=True, text=True, check=True).stdout
     node_line = next(line for line in node.splitlines() if line.startswith("NodeName="))
     name = node_line.split()[0].split("=", 1)[1]
     shape = node_line.split(" UpTime")[0].split(" ", 1)[1]  # CPUs=… RealMemory=…
@@ -237,7 +223,7 @@ def _in_node(base: Path, node: str | None) -> list[str]:
 
 
 def _gluster(gdir: Path, *args: str) -> None:
-    cli = [_which("gluster"), f"--glusterd-sock={gdir}/run/glusterd.socket", "--mode=script"]
+    cli = [which("gluster"), f"--glusterd-sock={gdir}/run/glusterd.socket", "--mode=script"]
     _net([*cli, f"--log-file={gdir}/log/cli.log", *args])
 
 
@@ -264,14 +250,14 @@ def _fs_type(base: Path, node: str | None, path: Path) -> str:
 
 def start_shared(base: Path, shared: Path, n: int) -> None:
     """glusterd, one volume over a brick in base/gluster, and a FUSE client per node mounting it at `shared`."""
-    install(GLUSTER_PACKAGES)
+    install(GLUSTER_PACKAGES, "the shared GlusterFS volume")
     gdir = base / "gluster"
     for sub in ("wd", "run", "log", "brick"):
         (gdir / sub).mkdir(parents=True, exist_ok=True)
     (gdir / "glusterd.vol").write_text(glusterd_vol(gdir))
     (base / "shared").write_text(str(shared))  # for stop
     pid = gdir / "glusterd.pid"
-    _net([_which("glusterd"), "-f", str(gdir / "glusterd.vol"), "-p", str(pid), "-l", str(gdir / "log/glusterd.log")])
+    _net([which("glusterd"), "-f", str(gdir / "glusterd.vol"), "-p", str(pid), "-l", str(gdir / "log/glusterd.log")])
     for _ in range(100):
         if (gdir / "run/glusterd.socket").exists():
             break
@@ -282,7 +268,7 @@ def start_shared(base: Path, shared: Path, n: int) -> None:
     shared.mkdir(parents=True, exist_ok=True)
     for node in [None, *extra_nodes(n)]:
         name = node or "host"
-        client = [_which("glusterfs"), "--process-name", "fuse", f"--volfile-server={NET}.1", f"--volfile-id=/{VOLUME}"]
+        client = [which("glusterfs"), "--process-name", "fuse", f"--volfile-server={NET}.1", f"--volfile-id=/{VOLUME}"]
         client += [f"--log-file={gdir}/log/client-{name}.log", f"--pid-file={gdir}/client-{name}.pid", str(shared)]
         _net([*_in_node(base, node), *client])
         for _ in range(100):  # the client daemonizes before its FUSE mount is made
@@ -364,14 +350,14 @@ def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
     shutil.chown(run_munge, "munge", "munge")
     munge_pid = run_munge / "munged.pid"  # munged runs as user munge and writes only where it may
     munge_pid.unlink(missing_ok=True)
-    proc = subprocess.run(["runuser", "-u", "munge", "--", _which("munged"), f"--pid-file={munge_pid}"], text=True)
+    proc = subprocess.run(["runuser", "-u", "munge", "--", which("munged"), f"--pid-file={munge_pid}"], text=True)
     if proc.returncode != 0:  # another start got there first: undo ours (our namespaces, our link) and say so
         stop(base)
         raise Unavailable(f"another local Slurm runs: munged did not start (exit {proc.returncode})")
     shutil.copy(munge_pid, base / "munged.pid")
     name = config(base, 1).split("NodeName=")[1].split()[0]
     (base / f"spool-{name}").mkdir(exist_ok=True)
-    daemons = [[_which("slurmctld"), "-f", str(conf)], [_which("slurmd"), "-f", str(conf), "-N", name]]
+    daemons = [[which("slurmctld"), "-f", str(conf)], [which("slurmd"), "-f", str(conf), "-N", name]]
     for node in extra_nodes(n):  # nsenter, not `ip netns exec`: that one remounts /sys without cgroups
         own_mounts = []
         if shared is not None:  # a mount namespace of its own (kept by a file) where its own client mounts
@@ -389,7 +375,7 @@ def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
                 "-c",
                 AS_NODE_OWN_MOUNTS if own_mounts else AS_NODE,
                 node,
-                _which("slurmd"),
+                which("slurmd"),
                 "-f",
                 str(conf),
                 "-N",
