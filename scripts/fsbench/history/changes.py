@@ -20,7 +20,7 @@ Bonferroni correction over the cuts (74 % of 10 % steps found in stores of 50 se
 runs in to their neighbours' median first, and a permutation null (exact for any noise, ~20 ms a series): neither
 lowered the false alarms under heavy-tailed noise; the likelihood ratio averaged over the cuts instead of its
 largest (97.2 against 97.8 % of 10 % steps with 3 runs after them at p 0.05, 87.6 against 88.4 % at 0.01); a floor
-of the pooled noise at the neighbour- difference noise; Storey's adaptive Benjamini–Hochberg (+1 point in stores
+of the pooled noise at the neighbour-difference noise; Storey's adaptive Benjamini–Hochberg (+1 point in stores
 with steps, more alarms on their flat series; not measured again with the moderation below). The first candidate of
 each series (and of each piece between marks) is one hypothesis; Benjamini–Hochberg at FDR across all of them in
 one call sets the p-value a change must reach; a change whose medians differ by less than `min_change`
