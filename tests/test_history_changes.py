@@ -95,7 +95,10 @@ def test_series_of_one_noise_borrow_it_from_each_other():
 
 def test_the_noise_prior_borrows_only_what_the_series_share():
     rng = np.random.default_rng(50_000)
-    variances = lambda sigmas: [np.var(np.log(noisy(rng, 20, noise=s)), ddof=1) for s in sigmas]  # noqa: E731
+
+    def variances(sigmas):
+        return [np.var(np.log(noisy(rng, 20, noise=s)), ddof=1) for s in sigmas]
+
     d0, s02 = changes.noise_prior(variances([0.03] * 50), [19] * 50)
     assert d0 >= 50 and 0.025 < np.sqrt(s02) < 0.035, (d0, s02)  # one noise: worth many runs, at 3 %
     d0, _ = changes.noise_prior(variances(np.exp(rng.uniform(np.log(0.01), np.log(0.06), 50))), [19] * 50)
