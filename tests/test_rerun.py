@@ -4,6 +4,7 @@ import copy
 import json
 import re
 import shutil
+from collections import Counter
 
 import pytest
 
@@ -126,3 +127,66 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
     # Every filesystem cell from its mkfs on (as --forcerun mkfs above), and the raw cells' write and read.
     assert planned(bumped) == planned(forced) | {"write": "16", "read": "16", "total": "62"}
     assert "Params have changed since last execution" in bumped.stdout + bumped.stderr
+
+
+# What a run of the workflow needs of a checkout (tests, docs and tools are not among it).
+WORKFLOW = ("Snakefile", "rules", "scripts", "config", "captions", "envs", "profiles")
+
+
+def device_steps(work) -> dict:
+    """Every file the measuring and device steps wrote (records and state), with when it was written."""
+    results = work / "results/keep"
+    return {
+        str(p.relative_to(results)): p.stat().st_mtime_ns for d in ("runs", "state") for p in (results / d).rglob("*")
+    }
+
+
+def ran(run) -> dict:
+    """Jobs by rule, as a real run started them."""
+    return Counter(re.findall(r"^(?:local)?rule (\w+):$", run.stdout + run.stderr, re.M))
+
+
+def test_a_change_of_the_analysis_code_remakes_only_tables_and_plots(scratch, tmp_path):
+    """plots/ and report/ changed: aggregate, plots and history run again (seconds), and no step that touches a device.
+    measurement/ and engines/ changed: nothing runs, by design (docs/guide.md, "What is decided by what")."""
+    checkout, work = tmp_path / "fsbench", tmp_path / "work"
+    checkout.mkdir()
+    for part in WORKFLOW:
+        if (REPO / part).is_dir():
+            shutil.copytree(REPO / part, checkout / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(REPO / part, checkout / part)
+    config = base(scratch) | {"filesystems": {"ext4": {"type": "ext4"}}}
+    config["arrays"]["demo"]["size"] = "128MiB"
+    config["io"]["size"] = "4MiB"
+    run_campaign(work, config, checkout=checkout)
+    measured, steps = started(work), device_steps(work)
+    assert len(measured) == 2 * 2  # raw and ext4; write and read
+
+    # One line of report/ (summary.html's note), then one of plots/: each alone remakes the tables and plots.
+    package = checkout / "scripts/fsbench"
+    old, new = "The same figures unrounded:", "The same figures, unrounded:"
+    assert old in (package / "report/summary.py").read_text(), "summary.html's note changed: adapt this test"
+    for module, edit in (
+        ("report/summary.py", lambda code: code.replace(old, new)),
+        ("plots/campaign.py", lambda code: code + "# a new fsbench's plots\n"),
+    ):
+        (package / module).write_text(edit((package / module).read_text()))
+        assert planned(run_campaign(work, config, "--dry-run", checkout=checkout)) == {
+            "aggregate": "1",
+            "plots": "1",
+            "history": "1",  # measurements.csv written again: appended again, adding nothing
+            "all": "1",
+            "total": "4",
+        }
+        done = run_campaign(work, config, checkout=checkout)
+        assert ran(done) == {"aggregate": 1, "plots": 1, "history": 1, "all": 1}, module
+        assert started(work) == measured and device_steps(work) == steps, module
+    assert new in (work / "results/keep/summary.html").read_text()  # made by the changed code
+
+    # How a cell is measured and recorded changed, its method not: a finished campaign stays finished.
+    for module in ("measurement/record.py", "engines/job.py"):
+        with open(checkout / "scripts/fsbench" / module, "a") as f:
+            f.write("# a change of fsbench's code that is not a change of method\n")
+    again = run_campaign(work, config, "--dry-run", checkout=checkout)
+    assert "Nothing to be done" in again.stdout + again.stderr

@@ -10,12 +10,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fsbench.campaign.cells import CellSpec
 from fsbench.campaign.config import ConfigError, validate
 from fsbench.campaign.plan import Plan
 from fsbench.engines import fio as fioengine
 from fsbench.engines import loops, mixed
 from fsbench.engines import python as engine
-from fsbench.engines.job import Job, Stream, offsets
+from fsbench.engines.job import NEVER, SIZE, TIME, TIME_OR_SIZE, Job, Stream, offsets
+from fsbench.measurement.cell_job import job_for
+from fsbench.storage.arrays import ArrayState, Target
 from fsbench.toolkit.sizes import parse_duration
 
 from conftest import RAM_ROOT, held, needs_root, needs_throttle, private_scratch, run_campaign, slow_device
@@ -59,6 +62,40 @@ def test_runtime_is_validated_and_reaches_the_cells_only_when_set():
         with pytest.raises(ConfigError, match=message):
             validate(BASE | {"io": BASE["io"] | io})
     assert validate(BASE | {"io": BASE["io"] | {"runtime": "1m", "engine": "fio", "patterns": ["seq", "randrw"]}})
+
+
+# A cell's step, the op its engine runs, and what ends that run: write, read and mix, time-based or not.
+ENDS = [
+    ("seq", None, "write", "write", SIZE),
+    ("seq", None, "read", "read", SIZE),
+    ("seq", 2.0, "write", "write", TIME_OR_SIZE),
+    ("seq", 2.0, "read", "read", SIZE),  # what the write moved
+    ("randrw", None, "write", "write", SIZE),  # the mix's layout
+    ("randrw", None, "read", "mixed", SIZE),
+    ("randrw", 2.0, "write", "write", SIZE),  # the layout is never timed
+    ("randrw", 2.0, "read", "mixed", TIME),
+]
+
+
+@pytest.mark.parametrize(("pattern", "runtime", "step", "op", "ends"), ENDS)
+def test_one_decision_says_which_runs_the_time_ends(pattern, runtime, step, op, ends):
+    """cell_job.job_for decides which runs are time-based; Job.ends says what ends each, for every engine."""
+    place = {"campaign": "t", "host": "local", "array": "a", "target": "raw", "fs_type": "raw", "test": "x", "rep": 1}
+    settings = {"pattern": pattern, "block_size": MiB, "size": 4 * MiB, "streams": 2, "runtime": runtime}
+    cell = CellSpec.from_params(place | {"array_spec": {}, "fs": None, "workdir": "/nonexistent"} | settings)
+    loop = Target(ArrayState("loop", ("/dev/loop-none",), ("/dev/loop-none",)))
+    written = [2 * MiB, 3 * MiB] if step == "read" else []
+    job = job_for(loop, cell, "/nonexistent", step, written)
+    assert job.ends(op) == ends
+    assert (job.deadline(op, 10) == NEVER) == (ends == SIZE)
+    timed_read = runtime and step == "read" and op == "read"
+    assert job.expected_bytes(op) == (None if ends != SIZE else 5 * MiB if timed_read else 8 * MiB)
+
+
+def test_a_read_is_never_time_based(tmp_path):
+    job = Job((Stream(str(tmp_path / "a")),), 64 * KiB, 4 * KiB, runtime=1.0)
+    with pytest.raises(ValueError, match="a read is never time-based"):
+        job.ends("read")
 
 
 @pytest.fixture

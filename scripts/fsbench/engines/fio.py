@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fsbench.engines.job import PROGRESS_SECONDS, ChildBytes, Job, aggregate, extent, progress
+from fsbench.engines.job import PROGRESS_SECONDS, SIZE, TIME, TIME_OR_SIZE, ChildBytes, Job, aggregate, extent, progress
 from fsbench.toolkit import timeseries
 from fsbench.toolkit.latency import Histogram
 from fsbench.toolkit.system import ToolError
@@ -41,7 +41,7 @@ PER_IO_LOG = 200_000
 
 def per_io(job: Job, op: str) -> bool:
     """Whether fio logs every I/O of this job (else LOG_MSEC windows)."""
-    return not (job.runtime and op != "read") and max(map(job.blocks, range(len(job.streams)))) <= PER_IO_LOG
+    return job.ends(op) == SIZE and max(map(job.blocks, range(len(job.streams)))) <= PER_IO_LOG
 
 
 def job_file(job: Job, op: str, rwmix_read: int | None = None, logs: str | None = None) -> str:
@@ -77,8 +77,8 @@ def job_file(job: Job, op: str, rwmix_read: int | None = None, logs: str | None 
         *(["end_fsync=1"] if op in ("write", "mixed") else []),
         # Time-based: a write stops at the time or at size, whichever is first; a mix runs over its files until
         # the time is up. Whole ms (fio's unit).
-        *([f"runtime={round(job.runtime * 1000)}ms"] if job.runtime and op != "read" else []),
-        *(["time_based=1"] if job.runtime and op == "mixed" else []),
+        *([f"runtime={round(job.runtime * 1000)}ms"] if job.ends(op) != SIZE else []),
+        *(["time_based=1"] if job.ends(op) == TIME else []),
         # random: fresh random bytes in every buffer (incompressible, no dedupe); zero: like /dev/zero.
         "refill_buffers=1" if job.data == "random" else "zero_buffers=1",
         "thread",
@@ -142,6 +142,7 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
         raise ToolError(f"{shlex.join(argv)} failed (exit {proc.returncode}), no JSON report: {said}") from None
     jobs = {j["jobname"]: j for j in report.get("jobs", [])}
     sections = ["read", "write"] if op == "mixed" else [op]
+    ends = job.ends(op)
     streams = {section: [] for section in sections}
     for i, stream in enumerate(job.streams):
         j = jobs.get(f"stream{i}")
@@ -152,13 +153,13 @@ def _run(job: Job, op: str, every: float, rwmix_read: int | None = None) -> dict
             raise ToolError(f"fio {op} of {stream.path} failed, {err}: {said}")
         moved = sum(j[section]["io_bytes"] for section in sections)
         expected = job.blocks(i) * job.block_size
-        if not job.runtime or op == "read":
+        if ends == SIZE:
             whole = moved == expected
         else:  # time-based, in whole blocks: a write up to its size, a mix as much as the time allowed
-            whole = 0 < moved <= (expected if op == "write" else float("inf")) and moved % job.block_size == 0
+            whole = 0 < moved <= (expected if ends == TIME_OR_SIZE else float("inf")) and moved % job.block_size == 0
         if not whole:
             raise ToolError(f"fio {op} of {stream.path} moved {moved} bytes, expected {expected}: {said}")
-        stopped = {"stopped_by": "size" if moved == expected else "runtime"} if job.runtime and op == "write" else {}
+        stopped = {"stopped_by": "size" if moved == expected else "runtime"} if ends == TIME_OR_SIZE else {}
         # A mix's reads and writes share its wall time (runtime: whole ms, the final fsync included).
         mix = max(j[section]["runtime"] for section in sections) / 1000
         for section in sections:

@@ -17,6 +17,9 @@ from fsbench.toolkit.latency import Histogram
 
 PROGRESS_SECONDS = 10.0
 NEVER = 2**63 - 1  # a deadline that never comes (the largest perf_counter_ns a C int64 holds)
+# What ends a run (Job.ends): every block moved once; the time, or every block written once, whichever comes first
+# (a time-based write); the time alone, the blocks gone over again and again until it is up (a time-based mix).
+SIZE, TIME_OR_SIZE, TIME = "size", "time or size", "time"
 log = logging.getLogger("fsbench")
 
 
@@ -46,7 +49,8 @@ class Job:
     # Streams sharing one file (shared_file, IOR's N-1): stream slot s moves blocks s, s + slots, s + 2 slots, ...
     # of it, disjoint and interleaved; 1: each stream has its own file (or region).
     slots: int = 1
-    # Time-based (io.runtime, seconds): a write stops at this time, or when `size` is written, whichever is first.
+    # Time-based (io.runtime, seconds; 0: not): what the time ends, Job.ends. fsbench.measurement.cell_job gives it
+    # to the runs a campaign's time bounds (a cell's write, or its mix), never to a mix's layout nor to a read.
     runtime: float = 0.0
     # Blocks each stream moves, where not all `size` of them: a read after a time-based write covers what it wrote,
     # the first counts[i] blocks of stream i's order.
@@ -69,9 +73,23 @@ class Job:
         """How many blocks stream `index` moves."""
         return self.counts[index] if self.counts else self.count
 
-    def deadline(self, now_ns: int) -> int:
-        """When a write that starts at perf_counter_ns() `now_ns` must stop (never, without a runtime)."""
-        return now_ns + round(self.runtime * 1e9) if self.runtime else NEVER
+    def ends(self, op: str) -> str:
+        """What ends `op` (write, read or mixed) of this job: SIZE, TIME_OR_SIZE or TIME. The one answer to "is
+        this run time-based?", which the engines and the measurement read instead of asking the op. A read is
+        never time-based: after a time-based write it moves what the write moved (`counts`)."""
+        if not self.runtime:
+            return SIZE
+        if op == "read":
+            raise ValueError("a read is never time-based: after a time-based write it reads what it wrote (counts)")
+        return TIME if op == "mixed" else TIME_OR_SIZE
+
+    def deadline(self, op: str, now_ns: int) -> int:
+        """When `op` of this job, started at perf_counter_ns() `now_ns`, must stop (never, if the time ends it not)."""
+        return NEVER if self.ends(op) == SIZE else now_ns + round(self.runtime * 1e9)
+
+    def expected_bytes(self, op: str) -> int | None:
+        """What `op` must move: every block of every stream, or (None) as much as the time allows."""
+        return sum(map(self.blocks, range(len(self.streams)))) * self.block_size if self.ends(op) == SIZE else None
 
 
 def aggregate(streams: list[dict], command: str) -> dict:

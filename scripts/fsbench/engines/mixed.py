@@ -12,7 +12,7 @@ wall time.
 
 import random
 
-from fsbench.engines.job import PROGRESS_SECONDS, Job, aggregate
+from fsbench.engines.job import PROGRESS_SECONDS, TIME, Job, aggregate
 from fsbench.engines.python import run_streams, stream
 
 
@@ -29,7 +29,7 @@ def describe(job: Job, rwmix_read: int) -> str:
     order = "in a seeded random order" if job.pattern == "rand" else "in order"
     io = "O_DIRECT" if job.direct else "buffered"
     where = ", ".join(dict.fromkeys(s.path for s in job.streams))
-    count = f"for {job.runtime:g} s, passes of {job.count}" if job.runtime else str(job.count)
+    count = f"for {job.runtime:g} s, passes of {job.count}" if job.ends("mixed") == TIME else str(job.count)
     calls = ("pread(2)", "pwrite(2)")
     if job.iodepth > 1:
         calls = (f"io_uring IORING_OP_READ ({job.iodepth} in flight)", "IORING_OP_WRITE")

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 from fsbench.engines import loops
-from fsbench.engines.job import NEVER, PROGRESS_SECONDS, Job, Stream, aggregate, offsets, progress
+from fsbench.engines.job import PROGRESS_SECONDS, TIME, TIME_OR_SIZE, Job, Stream, aggregate, offsets, progress
 from fsbench.engines.loops import IO, run
 from fsbench.engines.uring import buffer_address, fast_ring
 from fsbench.toolkit import timeseries
@@ -93,9 +93,9 @@ def _stream_result(stream: Stream, nbytes: int, start: float, end: float, end_du
     }
 
 
-def _stopped(job: Job, ops: int, planned: int) -> dict:
-    """What ended a time-based write: the time, or io.size reached first (nothing for a size-based one)."""
-    return {"stopped_by": "runtime" if ops < planned else "size"} if job.runtime else {}
+def _stopped(ops: int, planned: int) -> dict:
+    """What ended a run that the time or its size ends (TIME_OR_SIZE): the time, or io.size reached first."""
+    return {"stopped_by": "runtime" if ops < planned else "size"}
 
 
 def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, reads: bytes | None = None) -> dict:
@@ -130,7 +130,7 @@ def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, r
         depth=depth,
         read_all=op == "read",
         strict=op == "mixed",
-        repeat=op == "mixed" and bool(job.runtime),
+        repeat=job.ends(op) == TIME,
     )
     io.counts[0], io.counts[1] = (h.counts.buffer_info()[0] for h in hist)
     loops.load()  # built and loaded now: a process's first run() must not do it inside the measured time
@@ -146,7 +146,7 @@ def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, r
             start_line.wait()
             start = _clock()
             step = io.clock_step_ns = loops.CLOCK_STEP_NS
-            io.deadline_ns = job.deadline(step or time.perf_counter_ns()) if writing else NEVER
+            io.deadline_ns = job.deadline(op, step or time.perf_counter_ns())
             try:
                 out = run(io)
             finally:
@@ -167,7 +167,7 @@ def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, r
         if (name == "read" and reading) or (name == "write" and writing):
             h = hist[k]
             h.count, h.total_ns, h.max_ns = out.ops[k], out.total_ns[k], out.longest_ns[k]
-            stopped = _stopped(job, h.count, len(where)) if op == "write" else {}
+            stopped = _stopped(h.count, len(where)) if job.ends(op) == TIME_OR_SIZE else {}
             durable = end_durable if name == "write" else end
             step, nbytes, ops = bins.of(out, k)
             series = timeseries.raw(start, step, nbytes, ops, "python loop")
@@ -215,7 +215,7 @@ def _describe(job: Job, op: str) -> str:
     data = f" of {job.data} data" if op == "write" else ""
     streams = f"{len(job.streams)} stream(s)"
     count = f"{job.count} x" if not job.counts else f"{'/'.join(map(str, job.counts))} (what the write moved) x"
-    if op == "write" and job.runtime:
+    if job.ends(op) == TIME_OR_SIZE:
         count = f"for {job.runtime:g} s, at most {job.count} x"
     return f"python: {call} {count} {job.block_size} B{data} per stream ({how}), {streams}: {where}"
 

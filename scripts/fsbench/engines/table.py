@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fsbench.engines import dd, fio, mixed, python
-from fsbench.engines.job import Job
+from fsbench.engines.job import SIZE, TIME_OR_SIZE, Job
 
 # What a test may need of an engine.
 RAND = "rand"  # blocks in a random order
@@ -81,13 +81,14 @@ def able(need: str) -> str:
     return " or ".join(name for name, e in ENGINES.items() if need not in e.cannot)
 
 
-def needs(pattern: str, iodepth: int = 1, runtime=None, shared: bool = False, op: str = "write") -> list[str]:
-    """What a test needs of an engine (op write: a time-based random write must be read back exactly)."""
+def needs(pattern: str, iodepth=1, shared=False, op="write", ends=SIZE, counts: bool = False) -> list[str]:
+    """What a test needs of an engine; `ends`: what ends its run (Job.ends); `counts`: it reads what a time-based
+    write moved (Job.counts), which counts as the time. A random write the time may end must be read back exactly."""
     found = [RAND] if "rand" in pattern else []
     found += [MIXED] if pattern in ("randrw", "rw") or op == "mixed" else []
     found += [DEPTH] if iodepth > 1 else []
-    found += [RUNTIME] if runtime else []
-    found += [RUNTIME_RAND_WRITE] if runtime and pattern == "rand" and op == "write" else []
+    found += [RUNTIME] if ends != SIZE or counts else []
+    found += [RUNTIME_RAND_WRITE] if ends == TIME_OR_SIZE and pattern == "rand" else []
     found += [SHARED] if shared else []
     found += [SHARED_RAND] if shared and pattern != "seq" else []
     return found
@@ -109,6 +110,6 @@ def method_params(engine: str) -> dict:
 def run(name: str, op: str, job: Job, rwmix_read: int | None = None) -> dict:
     """`op` (write, read, or mixed with `rwmix_read` % reads) of `job` with engine `name`, refused first where the
     engine cannot run it (a read after a time-based write counts its blocks as a time would)."""
-    refuse(name, needs(job.pattern, job.iodepth, job.runtime or job.counts, job.slots > 1, op))
+    refuse(name, needs(job.pattern, job.iodepth, job.slots > 1, op, job.ends(op), bool(job.counts)))
     ops = ENGINES[name].ops
     return ops[op](job) if op != "mixed" else ops[op](job, rwmix_read)

@@ -35,7 +35,8 @@ def job_for(target: Target, cell: CellSpec, workdir, op: str, written: list[int]
     mixed = pattern in MIXED
     if mixed:
         pattern = "seq" if op == "write" or pattern == "rw" else "rand"
-    # The time bounds the measured write, or a mix (not a mix's layout); a read after it covers what it wrote.
+    # Which runs are time-based, decided here alone (what the time then ends: Job.ends): a time-based cell's measured
+    # write, or its mix (the read step's); never a mix's layout nor a read, which covers what the write moved.
     timed = (cell.runtime or 0.0) if (op == "write") != mixed else 0.0
     counts = tuple(b // cell.block_size for b in written) if cell.runtime and not mixed else ()
     return Job(

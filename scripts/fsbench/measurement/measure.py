@@ -99,9 +99,7 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
         )
     try:
         with telemetry.measured("write", _members(target)) as found:
-            result = table.run(cell.engine, "write", job)
-        if job.runtime:
-            result["expected_bytes"] = None  # as much as the time allowed, up to io.size
+            result = table.run(cell.engine, "write", job) | {"expected_bytes": job.expected_bytes("write")}
         result |= telemetry.columns("write", result["bytes"], found)
     except BaseException as e:
         for path in files:
@@ -153,8 +151,7 @@ def measure_read(write_record: dict, cell: CellSpec, workdir, other_host: str | 
         return _measure_mix(job, cell, target, how, cached)
     with telemetry.measured("read", _members(target)) as found:
         result = table.run(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
-    if job.counts:  # what the time-based write moved
-        result["expected_bytes"] = sum(job.counts) * job.block_size
+    result["expected_bytes"] = job.expected_bytes("read")  # after a time-based write: what it moved
     result |= telemetry.columns("read", result["bytes"], found)
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
