@@ -21,8 +21,8 @@ test: setup
 	.venv/bin/pytest -q -rfEs -n 2 --dist loadgroup --durations=15 tests
 
 lint: setup
-	.venv/bin/ruff check scripts tests benchmarks
-	.venv/bin/ruff format --check scripts tests benchmarks
+	.venv/bin/ruff check scripts tests benchmarks tools
+	.venv/bin/ruff format --check scripts tests benchmarks tools
 	.venv/bin/snakefmt --check Snakefile rules
 	$(SNAKEMAKE) --lint --cores 1
 

@@ -3,14 +3,16 @@
 Synthetic stores judged the way `history changes` judges one call (fsbench.history.changes.judge: one test per
 series, Benjamini–Hochberg across the store's series, history_min_change 5 %):
 
-- false alarms: STORES stores of 50 flat series × 20 runs, with 3 % normal noise, and with heavy-tailed noise
-  (Student's t, 3 degrees of freedom, scaled by 3 %); a store with any alarm (regression, improvement or
-  suspected) counts once. Target: at most 5 of 100 stores.
+- false alarms: STORES stores of 50 flat series × 20 runs, with 3 % normal noise, with heavy-tailed noise
+  (Student's t, 3 degrees of freedom, scaled by 3 %), and with normal noise of 1-6 % drawn for each series (the
+  noise borrowed across series must not make alarms where series do not share one); a store with any alarm
+  (regression, improvement or suspected) counts once. Target: at most 5 of 100 stores.
 - a 10 % step with 3 runs after it (20 before), 3 % normal noise; found = a confirmed change at exactly that
   run. Judged alone (a store of that one series), and in stores of 50 series of which 10 step (by ×1.1 or
   ×1/1.1), where Benjamini–Hochberg asks more of each. Target: ≥ 90 % of the steps.
 - a 3× step: stores of 50 series × 21 runs, 10 of them stepping by ×3 or ×1/3 at the last run (20 before, 1
-  after); found = `suspected` at that run. Target: ≥ 99 %.
+  after); found = `suspected` at that run. Target: ≥ 99 %. And the same after only 3 runs (a nightly job's fourth
+  night), each series' noise drawn between 3 and 12 % (WOBBLE): its noise is barely known from 3 runs.
 
 A run's value is its median: 100 × exp(noise). Seeds: the thresholds in changes.py were chosen on seeds 0-99
 (`--choose` prints the same figures on them); the figures here come from seeds 10,000 on, never used to choose.
@@ -33,6 +35,8 @@ from fsbench.history import changes  # noqa: E402
 
 SERIES, STEPPED, RUNS = 50, 10, 20
 NOISE = 0.03
+SPREAD = (0.01, 0.06)  # the noises of series that do not share one (log-uniform)
+WOBBLE = (0.03, 0.12)  # the noise of series on a loaded machine: 12 % seen (tests/test_history_campaign.py)
 EVAL_SEED, CHOOSE_SEED = 10_000, 0
 
 
@@ -40,20 +44,27 @@ def noise(rng, shape, heavy: bool) -> np.ndarray:
     return NOISE * (rng.standard_t(3, shape) if heavy else rng.standard_normal(shape))
 
 
-def flat_store(rng, heavy: bool) -> bool:
+def flat_store(rng, heavy: bool, spread: bool = False) -> bool:
+    """Any alarm in a store of flat series; `spread`: each series' noise drawn between 1 and 6 % (SPREAD), not 3 %,
+    so that borrowing the noise across series (changes.noise_prior) is judged where they do not share one."""
     values = 100 * np.exp(noise(rng, (SERIES, RUNS), heavy))
+    if spread:
+        values = 100 * (values / 100) ** (np.exp(rng.uniform(*np.log(SPREAD), (SERIES, 1))) / NOISE)
     return any(changes.judge(list(values)))
 
 
-def step_store(rng, factor: float, after: int) -> tuple[int, int, int]:
-    """(found, stepped, false alarms on the flat series) of one store with STEPPED stepping series."""
-    values = 100 * np.exp(noise(rng, (SERIES, RUNS + after), False))
+def step_store(rng, factor: float, after: int, before: int = RUNS, wobbly: bool = False) -> tuple[int, int, int]:
+    """(found, stepped, false alarms on the flat series) of one store with STEPPED stepping series. `wobbly`: each
+    series' noise drawn between 3 and 12 % (a loaded machine's nights), not 3 %."""
+    values = 100 * np.exp(noise(rng, (SERIES, before + after), False))
+    if wobbly:
+        values = 100 * (values / 100) ** (rng.uniform(*WOBBLE, (SERIES, 1)) / NOISE)
     signs = rng.choice([-1, 1], STEPPED)
     for i, s in enumerate(signs):
-        values[i, RUNS:] *= factor**s
+        values[i, before:] *= factor**s
     judged = changes.judge(list(values))
     want_confirmed = after >= changes.MIN_SIZE
-    found = sum(any(c.index == RUNS and c.confirmed == want_confirmed for c in judged[i]) for i in range(STEPPED))
+    found = sum(any(c.index == before and c.confirmed == want_confirmed for c in judged[i]) for i in range(STEPPED))
     alarms = sum(bool(j) for j in judged[STEPPED:])
     return found, STEPPED, alarms
 
@@ -66,9 +77,13 @@ def alone(rng, factor: float, after: int) -> bool:
 
 def table(stores: int, seed: int) -> list[dict]:
     rows = []
-    for name, heavy in (("flat, 3 % normal noise", False), ("flat, heavy-tailed noise (t3 × 3 %)", True)):
+    for name, heavy, spread in (
+        ("flat, 3 % normal noise", False, False),
+        ("flat, heavy-tailed noise (t3 × 3 %)", True, False),
+        ("flat, normal noise of 1-6 % (each series its own)", False, True),
+    ):
         rng = np.random.default_rng(seed)
-        alarmed = sum(flat_store(rng, heavy) for _ in range(stores))
+        alarmed = sum(flat_store(rng, heavy, spread) for _ in range(stores))
         rows.append(
             {
                 "case": name,
@@ -89,14 +104,15 @@ def table(stores: int, seed: int) -> list[dict]:
             "ok": found / (stores * STEPPED) >= 0.9,
         }
     )
-    for name, factor, after, target in (
-        ("10 % step, 3 runs after it, 10 of 50 series of a store (confirmed at its run)", 1.1, 3, 0.90),
-        ("3× step, 1 run after it (suspected at its run)", 3.0, 1, 0.99),
+    for name, factor, after, before, wobbly, target in (
+        ("10 % step, 3 runs after it, 10 of 50 series of a store (confirmed at its run)", 1.1, 3, RUNS, False, 0.90),
+        ("3× step, 1 run after it (suspected at its run)", 3.0, 1, RUNS, False, 0.99),
+        ("3× step after only 3 runs, 3-12 % noise, 1 run after it (suspected at its run)", 3.0, 1, 3, True, 0.99),
     ):
         rng = np.random.default_rng(seed + 1)
         found = total = alarms = 0
         for _ in range(stores):
-            f, t, a = step_store(rng, factor, after)
+            f, t, a = step_store(rng, factor, after, before, wobbly)
             found, total, alarms = found + f, total + t, alarms + a
         rows.append(
             {
@@ -133,29 +149,42 @@ def markdown(rows: list[dict], stores: int, seed: int, seconds: float) -> str:
         "",
         f"Thresholds: {thresholds}.",
         "",
-        "Reading it (2026-12-05): on the seeds the thresholds were chosen on (0-99, `--choose`) the same rows give",
-        "1, 13, 883/1000, 781/1000 and 994/1000. Heavy-tailed noise sits at its target, not safely under it: 4 and",
-        "13 of 100 stores on the two seed sets, 18 of 300 on seeds 20,000 on (~6-7 % all told). That is the FDR",
-        "itself: with every series flat, Benjamini-Hochberg at 5 % alarms in ~5 % of stores whatever the null;",
-        "min change 5 % is what keeps normal noise at 0-1 % (without it: 22 of 300 normal, 20 of 300",
-        "heavy-tailed stores, seeds 20,000 on), and heavy tails pass it more often. A permutation null (2,000",
-        "permutations a series, exact for any noise) gave 17 of 300 (seeds 20,000 on), 8 of 100 (seeds 0 on) and",
-        "769 instead of 781 steps found in stores: not taken. Safely under 5 % needs an FDR under 5 %, which",
-        "costs the step rows power: the targets pull against each other here.",
+        "Reading it (2026-12-05, session 9). On the seeds the thresholds were chosen on (0-99, `--choose`) the same",
+        "rows give 5, 5 and 3 stores, 869, 853, 994 and 1000 of 1000 steps.",
         "",
-        "Why a 10 % step with 3 runs after it (t ≈ 5 at its run) is missed, measured on 1,000 series judged alone",
-        "(seed 0, before the change below): 876 found, 93 cut one run early (or more), 27 not significant (the",
-        "largest t under 3.09, the null's 95th percentile at 23 runs; the t at the true cut is 5.4 ± 1.4, so 3.6 %",
-        "fall under it). The early cuts are mostly the data's: an oracle that knows both levels and the noise puts",
-        "the cut at the step in 93.7 % of 4,000 series (the largest t, 89.5 %; the cut of highest posterior with",
-        "the levels integrated out, 90.4 %), so with 3 runs after a 3-sigma step about 1 in 16 is one run off",
-        "whatever the method, and ~90 % at exactly its run is at the edge of what the data allow. Since then the",
-        "cut is placed at its highest posterior (changes._max_t): 2,653 -> 2,670 of 3,000 found on seeds 30,000",
-        "on, the false alarms unchanged (18 of 300 heavy-tailed stores before and after). In a store of 50,",
-        "Benjamini-Hochberg's cutoff (~0.05 x 9/50) asks a t of ~3.9 (the null's 99th percentile) of each",
-        "series' one test: that costs the ~9 points between the two rows (each stepped series has one step, so",
-        "the first-candidate rule plays no part here). A fourth run after the step does not help at exactly its",
-        "run: 843 of 1,000 alone (seeds 40,000 on), 823 of 1,000 in stores: the cut can now land late as well.",
+        "The 10 % step in a store of 50 is found at its run in 87.9 %, not 90 %, and no fair method here reaches 90",
+        "%. An oracle that knows the noise exactly (3 %; the levels unknown), with the same test, the same FDR (3 %)",
+        "and min change 5 %, finds 87.9 % of these steps at their run too (2,636 of 3,000; seed 10,001, 300 stores),",
+        "and 90.2 % if it also knows both levels to place the cut; at FDR 5 %, 89.0 and 91.3 %. The method is at the",
+        "known-noise bound: what is left is where the cut lands (with 3 runs after a 3-sigma step about 1 in 16 is",
+        "one run off whatever the method) and BH's cutoff.",
+        "",
+        "How it got there: each series' noise is moderated by the noise of the other series of the call",
+        "(changes.noise_prior, limma's empirical Bayes). 20 runs say little about one series' noise: the 99th",
+        "percentile of the largest t over the cuts of 23 runs is 3.9 with the noise estimated, 3.3 with it known.",
+        "Without the moderation, at the same FDR 3 %, the store row is 759 of 1,000 (this table's seeds; at FDR 5 %,",
+        "last session, 805). With it at FDR 5 % the store row is 882, but flat stores alarm in 7 of 100 (normal",
+        "noise, and 1-6 % noise; this table's seeds): FDR went to 3 %, the largest in steps of 0.5 % with every flat",
+        "row at most 5 of 100 on the choose seeds (3.5 %: 8 heavy-tailed), so 5, 5 and 3 there, at the target itself,",
+        "not safely under it. A series judged alone has no other series to borrow from and only pays the lower FDR:",
+        "895 -> 884 of 1,000. Where the series' noises differ the prior is weak (d0 ~3 for 1-6 %) and the test stays",
+        "calibrated, if a little less strict: the 1-6 % row above; 200 stores of flat series at 1-6 % (seeds 70,000",
+        "on) alarmed in 6 with it and 2 without (normal noise), 6 and 4 (t3 noise); 10 % steps at 3 % among them were",
+        "found 801 against 746 of 1,000. Tried on top and not taken: the two-stage adaptive BH",
+        "(Benjamini-Krieger-Yekutieli), 854 against 851 of 1,000 in stores at FDR 2.5 % (choose seeds), the two flat",
+        "rows alike.",
+        "",
+        "Suspected after only 3 runs: 20 sigma of a noise from two differences was wrong both ways (479 of 1,000 3x",
+        "steps at 3-12 % noise suspected, and 42 alarms on 4,000 flat series of 4 runs; choose seeds). With fewer",
+        "than 6 runs before it, a step must now lie a factor SUSPECT_RATIO (2) off: 1,000 of 1,000, no alarm (a",
+        "factor 2.5 found 971).",
+        "",
+        "From last session, still true: heavy-tailed noise sits near its target (BH alarms in ~FDR of all-flat stores",
+        "whatever the null; min change filters normal noise more than heavy tails); a permutation null did not lower",
+        "it. Of 1,000 10 % steps judged alone, 93 were cut one run early (or more) and 27 not significant; the cut is",
+        "placed at its highest posterior (changes._max_t), which an oracle knowing levels and noise beats only by",
+        "93.7 against 90.4 % of series. A fourth run after the step does not find it more often at exactly its run",
+        "(843 of 1,000 alone): the cut can then land late as well.",
         "",
     ]
     return "\n".join([*lines, *notes])

@@ -1,4 +1,4 @@
-"""compare.md and compare.csv: this campaign against the one named by compare_to (fsbench.analysis.compare)."""
+"""compare.md and compare.csv: this campaign against the one named by compare_to (fsbench.report.compare_runs)."""
 
 from pathlib import Path
 

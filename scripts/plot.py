@@ -1,5 +1,6 @@
-"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable, IOPS, latency under load and
-latency percentiles, and beside the baselines."""
+"""The campaign's plots, PNG and SVG: throughput, efficiency vs raw, reported vs durable, IOPS, latency under load,
+latency percentiles, the metadata test, beside the baselines (fsbench.plots.campaign), and throughput over time
+(fsbench.plots.timeseries)."""
 
 from pathlib import Path
 

@@ -353,3 +353,11 @@ def test_block_size_neighbours_are_compared_by_rate_and_named_by_size():
         ("1MiB", "4MiB", "mb_s_durable", "slower"),
         ("1MiB", "4MiB", "mb_s", "no clear difference"),
     ]
+
+
+def test_compare_runs_judges_iops_of_random_cells_only_as_a_campaign_does():
+    m = campaign({"raw": (1000.0, 1000.0)})
+    rand = m.assign(pattern="rand")
+    seq_metrics = set(compare_runs(m, m, "old", "new")["metric"])
+    rand_metrics = set(compare_runs(rand, rand, "old", "new")["metric"])
+    assert seq_metrics == {"mb_s_durable", "mb_s"} and rand_metrics == seq_metrics | {"iops"}

@@ -215,5 +215,9 @@ def test_a_metadata_series_is_labelled_without_a_block_size():
     line = {"host": "vm", "array": "ram", "target": "ext4", "op": "create", "workload": "metadata", "files": 200}
     line |= {"block_size": float("nan"), "pattern": float("nan"), "engine": "python"}
     assert points.label(line) == "vm/ram ext4 create 200 files · python"
+    assert points.label(line | {"files": 200.0}) == "vm/ram ext4 create 200 files · python"
     line |= {"workload": "io", "op": "write", "block_size": 2**20, "pattern": "seq", "direct": True, "streams": 1}
     assert points.label(line | {"iodepth": 1}) == "vm/ram ext4 write seq 1MiB direct 1s qd1 · python"
+    # In a store of metadata and I/O rows the integer columns come back as floats (NaN in the other kind's rows).
+    mixed = line | {"iodepth": 1.0, "streams": 1.0}
+    assert points.label(mixed) == "vm/ram ext4 write seq 1MiB direct 1s qd1 · python"

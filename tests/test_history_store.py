@@ -249,3 +249,20 @@ def test_left_out_runs_and_series_are_listed_with_why(tmp_path):
         text=True,
     )
     assert shown.returncode == 0 and "6 run(s) of 2 series left out: invalid (short)" in shown.stdout, shown.stdout
+
+
+def test_a_store_of_invalid_runs_only_says_why_it_lists_no_series(tmp_path):
+    where = str(tmp_path / "h.sqlite")
+    for i, night in enumerate(("n1", "n2")):
+        entries = run_rows(night, started=f"2026-0{i + 1}-01T00:00:00+00:00")
+        for e in entries:
+            e["row"] |= {"valid": False, "invalid_reasons": "short"}
+        store.append(where, entries)
+    shown = subprocess.run(
+        [sys.executable, "-m", "fsbench", "history", "series", "--store", where],
+        env=os.environ | {"PYTHONPATH": str(REPO / "scripts")},
+        capture_output=True,
+        text=True,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[0] == "(none)" and "left out: invalid (short)" in shown.stdout, shown.stdout

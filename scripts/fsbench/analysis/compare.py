@@ -6,7 +6,8 @@ later one in the campaign's order, and each block size against the next larger o
 provenance.json.
 
 The metric: a write's durable rate (mb_s_durable, what the storage sustained), a read's mb_s, and iops where the
-column holds values (not between block sizes: there iops only restates the rate over the block size).
+column holds values, only for cells of a pattern other than seq, within a campaign and between two runs (between
+block sizes and for sequential cells iops only restates the rate).
 ratio = a's median / b's median. The interval and the p-value come from one test, Welch's t-test on log(rate):
 d = mean(log a) - mean(log b), se = sqrt(var(log a)/n_a + var(log b)/n_b), Welch-Satterthwaite degrees of freedom;
 the interval exp(d ± t(0.975, df) se) is that of the ratio of geometric means (for lognormal rates the ratio of

@@ -1,1 +1,2 @@
-"""The campaign model: the validated campaign file, its cells, sizes, and the plan of Snakemake jobs."""
+"""The campaign model: the validated campaign file (config), its cells (cells), the plan of Snakemake jobs
+(plan), and docs/config.md generated from the schema (reference)."""

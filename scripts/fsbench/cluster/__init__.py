@@ -1,1 +1,2 @@
-"""Where a cell runs: hosts, their work folders, and the glue that places steps on cluster nodes."""
+"""Where a cell runs (hosts): which host a cell belongs to, its work folders there, whether hosts take turns,
+and releasing a campaign on another node. The Slurm glue itself is rules/cluster.smk and profiles/slurm."""

@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
     def verb(name, help):
         p = verbs.add_parser(name, help=help)
         p.add_argument("--store", help=f"a path (SQLite) or URL (postgresql://…); default: {DEFAULT_STORE}")
-        p.add_argument("--configfile", help="take the store (and its timeout) from this campaign file's history keys")
+        p.add_argument("--configfile", help="take the store, timeout and min-change from this campaign's history keys")
         p.add_argument("--timeout", type=float, help="seconds a PostgreSQL server has to answer; default: 10")
         p.add_argument("--min-change", type=float, help="the smallest change reported, as a fraction; default: 0.05")
         return p
@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
     r = verb("report", "write the trend page (HTML, and its plots beside it)")
     r.add_argument("-o", "--output", default="results/history.html", help="default: results/history.html")
     m = verb("mark", "RUN starts a new baseline: the change up to it is intended, not reported")
-    m.add_argument("run", help="the run's campaign name")
+    m.add_argument("run", help="a run as `history runs` names it, or a campaign name (its first run)")
     m.add_argument("reason", help='why, e.g. "new firmware"')
 
 

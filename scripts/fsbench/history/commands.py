@@ -19,10 +19,11 @@ def _runs(args, where) -> int:
 
 
 def _series(args, where) -> int:
-    points = points_mod.points(store_mod.load(where, args.timeout))
+    rows = store_mod.load(where, args.timeout)
+    points = points_mod.points(rows)
     if args.series is None:
-        if len(points) == 0:
-            print("(none)")
+        if len(points) == 0:  # say why: a store of invalid runs only is not an empty store
+            print("\n".join(["(none)", *points_mod.left_out_summary(points_mod.left_out(rows))]))
             return 0
         listed = points.groupby("series").agg(runs=("run", "nunique"), last=("started", "max")).reset_index()
         latest = points.sort_values("started").groupby("series").tail(1).set_index("series")

@@ -92,10 +92,11 @@ def label(line) -> str:
         return f"{line['host'] or 'shared'}/{line['array']} {line['target']} io500 {line['op']}"
     parts = [f"{line['host'] or 'shared'}/{line['array']}", str(line["target"]), str(line["op"])]
     if line.get("workload") == "metadata":  # no block size, pattern or depth: empty (NaN) in its row
-        return " ".join([*parts, f"{line['files']} files"]) + f" · {line['engine']}"
+        return " ".join([*parts, f"{int(line['files'])} files"]) + f" · {line['engine']}"
     bs = int(line["block_size"])
     parts += [str(line["pattern"]), f"{bs // 1024}KiB" if bs < 2**20 else f"{bs // 2**20}MiB"]
-    parts += ["direct" if line["direct"] else "buffered", f"{line['streams']}s", f"qd{line['iodepth']}"]
+    # int(): where a store holds metadata rows too, these columns come back as floats (NaN in those rows)
+    parts += ["direct" if line["direct"] else "buffered", f"{int(line['streams'])}s", f"qd{int(line['iodepth'])}"]
     return " ".join(p for p in parts if p) + f" · {line['engine']}"
 
 

@@ -1,5 +1,6 @@
-"""The campaign's figures: throughput with CIs, efficiency vs raw, reported vs durable writes, and the
-campaign beside its baselines (earlier figures, docs/contract.md `baselines:`).
+"""The campaign's figures: throughput with CIs, efficiency vs raw, reported vs durable writes, IOPS, latency
+under load, latency percentiles, the metadata test's files per second, and the campaign beside its baselines
+(earlier figures, docs/contract.md `baselines:`).
 
 Each figure is written as PNG and SVG. Bars are placed by hand rather than by seaborn's
 barplot so that error bars (t-based, from the summary) and repetition dots sit exactly on them.
