@@ -144,6 +144,7 @@ class Plan:
             "read_from": self.io.get("read_from", "other"),
             "rep": int(rep),
             "test": IO500_TEST,
+            **method_params("io500"),
             **self._storage(host, array, target),
         }
 
