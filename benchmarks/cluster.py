@@ -51,6 +51,7 @@ from dag import LARGE as DAG_LARGE  # noqa: E402
 from fsbench.campaign.cells import MetaCell, cells  # noqa: E402
 from fsbench.campaign.config import validate  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
+from fsbench.toolkit.system import exit_on_sigterm  # noqa: E402
 
 SNAKEMAKE = str(REPO / ".venv/bin/snakemake")
 SLURM = ["--profile", str(REPO / "profiles" / "slurm")]
@@ -308,4 +309,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # a killed benchmark releases its devices
     sys.exit(main())

@@ -60,6 +60,7 @@ from fsbench.measurement import steps  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 from fsbench.toolkit.records import read_json, write_json  # noqa: E402
 from fsbench.toolkit.sizes import format_size  # noqa: E402
+from fsbench.toolkit.system import exit_on_sigterm  # noqa: E402
 
 KiB, MiB, GiB = 2**10, 2**20, 2**30
 # SMOKE=1: every row once on a tiny device, the table printed, no doc written (a test runs it: does it still run?).
@@ -445,6 +446,7 @@ def main() -> int:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["step"]:  # one step of a campaign-path cell, in a process of its own
         sys.exit(step_here(*sys.argv[2:]))
+    exit_on_sigterm()  # a killed benchmark releases its devices
     t0 = time.time()
     code = main()
     log(f"took {time.time() - t0:.0f} s")

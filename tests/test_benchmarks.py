@@ -3,10 +3,15 @@ printed, no doc written), as its Makefile recipe runs it. Its figures mean nothi
 checked; that it runs to its table (bench-dag's job formula included) is."""
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from fsbench.storage import devices
 
 from conftest import REPO, missing, needs_root, slurm_lock, wait_for_other_slurm
 
@@ -39,6 +44,39 @@ def test_bench_dag_runs_and_its_job_formula_matches_the_dry_runs():
 def test_bench_engines_runs():
     out = smoke("engines", 600)
     assert "| randwrite, 4KiB, QD32 (fio io_uring) |" in out
+
+
+@needs_root
+def test_a_killed_bench_engines_releases_its_device():
+    """SIGTERM once its loop device is attached (its log says so): it exits through its finally, device detached,
+    scratch folder gone. Before exit_on_sigterm it died on the spot and left both."""
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "benchmarks" / "engines.py")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"SMOKE": "1"},
+        cwd=REPO,
+    )
+    scratch = None
+    try:
+        for line in proc.stderr:  # "<dev> over <scratch>: written once in full before measuring"
+            if " over " in line and "written once" in line:
+                scratch = line.split(":")[0].split(" over ")[1]
+                break
+        else:
+            pytest.fail(f"bench-engines ended ({proc.wait()}) before attaching its device")
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+        left = Path(scratch).exists()
+        held = subprocess.run(["losetup", "-l", "-n", "-O", "NAME,BACK-FILE"], capture_output=True, text=True).stdout
+    finally:
+        proc.kill()
+        proc.wait()
+        if scratch and Path(scratch).exists():  # released here, so that a failure leaves nothing either
+            devices.release(Path(scratch))
+            shutil.rmtree(scratch, ignore_errors=True)
+    assert code == 128 + signal.SIGTERM and not left and scratch not in held, (code, left, held)
 
 
 @needs_root

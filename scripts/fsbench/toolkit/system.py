@@ -1,8 +1,11 @@
 """Running external tools: argument lists only, never a shell, and errors that carry the tool's own words; and
-binding a worker process to a CPU."""
+binding a worker process to a CPU; leaving through the finally blocks on SIGTERM."""
 
+import contextlib
 import os
+import signal
 import subprocess
+import sys
 
 
 class Failure(RuntimeError):
@@ -52,3 +55,22 @@ def pin_to_cpu(index: int, count: int) -> int | None:
         return None
     os.sched_setaffinity(0, {cpus[index]})
     return cpus[index]
+
+
+@contextlib.contextmanager
+def on_cpu(index: int, count: int):
+    """pin_to_cpu for the calling thread while the block runs (yields the CPU, or None), then its CPUs as before:
+    a long-lived process (bench-engines) must not hand one CPU on to what it runs next."""
+    before = os.sched_getaffinity(0)
+    cpu = pin_to_cpu(index, count)
+    try:
+        yield cpu
+    finally:
+        if cpu is not None:
+            os.sched_setaffinity(0, before)
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM (a `kill`, a Slurm cancel) leaves the way Ctrl-C does, through every finally block, so a long process
+    releases what it set up (loop devices, mounts, servers); by default it would die on the spot and leave them."""
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
