@@ -47,6 +47,17 @@ def test_streams_each_write_their_own_file_and_the_rate_spans_all(tmp_path):
     assert r["bytes"] == 12 * MiB and len(r["streams"]) == 3
 
 
+def test_each_stream_runs_on_a_cpu_of_its_own_and_the_caller_keeps_its_cpus(tmp_path):
+    """Where there are as many CPUs as streams, stream i is bound to the i-th (as mpirun binds IOR's ranks), and
+    the caller's affinity is as before afterwards; with more streams than CPUs none is bound."""
+    cpus = sorted(os.sched_getaffinity(0))
+    for n in (1, len(cpus), len(cpus) + 1):
+        w = engine.write(Job(files(tmp_path, n), MiB, MiB // 4))
+        bound = [s["cpu"] for s in w["streams"]]
+        assert bound == (cpus[:n] if n <= len(cpus) else [None] * n), (n, bound)
+        assert sorted(os.sched_getaffinity(0)) == cpus
+
+
 def test_every_call_is_timed_and_the_streams_latencies_merge(tmp_path):
     job = file_job([tmp_path / "a", tmp_path / "b"], size=4 * MiB, bs=64 * 1024, pattern="rand")
     for result in (engine.write(job), engine.read(job)):

@@ -120,9 +120,9 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
 
     # The python engine's method bumped on purpose: its cells (all of them here), and nothing else, again.
     engines = other / "scripts/fsbench/engines/table.py"
-    python_v1 = '"mixed": mixed.run},\n        method=1,'
-    assert python_v1 in engines.read_text(), "the python engine's entry of the table changed: adapt this test"
-    engines.write_text(engines.read_text().replace(python_v1, python_v1.replace("method=1", "method=2"), 1))
+    python_now = '"mixed": mixed.run},\n        method=2,'
+    assert python_now in engines.read_text(), "the python engine's entry of the table changed: adapt this test"
+    engines.write_text(engines.read_text().replace(python_now, python_now.replace("method=2", "method=3"), 1))
     bumped = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
     # Every filesystem cell from its mkfs on (as --forcerun mkfs above), and the raw cells' write and read.
     assert planned(bumped) == planned(forced) | {"write": "16", "read": "16", "total": "62"}

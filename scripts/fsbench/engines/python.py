@@ -18,6 +18,7 @@ from fsbench.engines.loops import IO, run
 from fsbench.engines.uring import buffer_address, fast_ring
 from fsbench.toolkit import timeseries
 from fsbench.toolkit.latency import Histogram
+from fsbench.toolkit.system import on_cpu
 
 # Each stream writes random data from its own pool of this many bytes (or one block, if larger): the block for
 # file position p (in blocks) is p modulo the pool's blocks, so no two blocks within POOL_BYTES of each other in
@@ -99,6 +100,15 @@ def _stopped(ops: int, planned: int) -> dict:
 
 
 def stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, reads: bytes | None = None) -> dict:
+    """_stream on a CPU of its own where there are as many as streams, as mpirun binds IOR's ranks: unbound, a
+    stream's thread woke on either of two cores after each call and ran 64 KiB calls at 0.85 of fio's rate in a
+    fresh process (bound: 1.05-1.12; docs/bench-engines.md)."""
+    with on_cpu(index, len(job.streams)) as cpu:
+        results = _stream(job, index, op, start_line, done, reads)
+    return {name: result | {"cpu": cpu} for name, result in results.items()}
+
+
+def _stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, reads: bytes | None = None) -> dict:
     """Stream `index` of `job`: op "write", "read" or "mixed" (operation i reads where reads[i], else writes).
 
     Its blocks are moved by the C loop (loops.c): one call at a time (pread/pwrite) at depth 1, job.iodepth in

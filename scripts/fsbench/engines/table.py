@@ -42,7 +42,7 @@ class Engine:
 ENGINES = {
     "python": Engine(
         {"write": python.write, "read": python.read, "mixed": mixed.run},
-        method=1,
+        method=2,  # 2: each stream bound to a CPU of its own (where there are as many), as IOR's ranks are
     ),
     "dd": Engine(
         {"write": dd.write, "read": dd.read},
