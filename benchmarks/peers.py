@@ -59,6 +59,7 @@ from fsbench.engines.table import run as run_engine  # noqa: E402
 from fsbench.io500 import phases as io5  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 from fsbench.toolkit.sizes import format_size  # noqa: E402
+from fsbench.toolkit.system import exit_on_sigterm  # noqa: E402
 
 MiB, GiB = 2**20, 2**30
 SMOKE = os.environ.get("SMOKE") == "1"
@@ -519,9 +520,9 @@ FINDINGS = [
     "",
     "## Not explained here",
     "",
-    "- On this loaded machine a round's ratio swings by 2-5 x (the range column): the targets cannot be judged "
-    "from these runs; rerun on a quiet machine (`make bench-peers`, about 15 min) before reading a miss as "
-    "fsbench's.",
+    "- A round's ratio swings, on a quiet machine too (the range column: the phases last 15 ms to 2 s on this "
+    "VM): read the median, and a miss as fsbench's only where the whole range lies outside the target. Under "
+    "load (other work running) rounds swung by 2-5 x.",
     "- ext4-ram, the io500 pair (fsbench's campaign and the peer's twelve runs) in 2 rounds on one image, run "
     "twice, load 1.2-1.7: in both second rounds (the peer first) fsbench's ior-easy-write ran ~7 x slower than in"
     " the first (2.1-2.2 -> 0.30 GiB/s), both tools' ior-hard-write 2.5-4 x (1.0-1.2 -> 0.26-0.41), IOR's "
@@ -547,8 +548,8 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple) -> st
         "# fsbench held against IOR and mdtest",
         "",
         f"{started:%Y-%m-%d %H:%M} UTC on {host}; load average {load[0]:.2f} at the start, {load_end[0]:.2f} at the "
-        "end. **The machine was shared with other sessions' work while this ran: absolute figures are noisy, only "
-        "the per-round ratios (each pair measured side by side) mean much.** `make bench-peers` "
+        "end. Absolute figures on a VM are noisy: the per-round ratios (each pair measured side by side) are what to "
+        "read. `make bench-peers` "
         f"(benchmarks/peers.py): {ROUNDS} paired rounds, fsbench then the peer (the peer first in odd rounds), "
         "fsbench/peer per round, its median and range; both tools' medians beside it. IOR and mdtest from hpc/ior "
         "at 5fcf0ba (IOR 4.1.0+dev) with Open MPI 4.1, 2 ranks (`mpirun --oversubscribe -np 2`), built by "
@@ -625,6 +626,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    exit_on_sigterm()  # a killed benchmark releases its devices
     t0 = time.time()
     code = main()
     log(f"took {time.time() - t0:.0f} s")
