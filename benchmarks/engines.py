@@ -112,8 +112,14 @@ class Figure:
 # --- the two engines as judged -------------------------------------------------------------------
 
 
+# fio bound to the CPU the engine binds its one stream to (toolkit.system.pin_to_cpu: the first allowed), so that
+# both run alike: unbound, a process's thread wakes on either core after each call and loses up to 15 %.
+FIO_CPU = min(os.sched_getaffinity(0))
+
+
 def fio_argv(dev: str, rw: str, bs, size: int, depth: int = 1) -> list[str]:
     argv = ["fio", "--name=ref", f"--filename={dev}", f"--rw={rw}", f"--bs={bs}", f"--size={size}", "--direct=1"]
+    argv.append(f"--cpus_allowed={FIO_CPU}")
     argv += ["--ioengine=psync"] if depth == 1 else ["--ioengine=io_uring", f"--iodepth={depth}"]
     if "write" in rw:
         argv.append("--end_fsync=1")
@@ -374,7 +380,8 @@ def render_judged(figures: dict, load: float, load_end: float, started: datetime
         f"{started:%Y-%m-%d %H:%M} UTC on {host}, load average {load:.2f} at the start and {load_end:.2f} at the end. "
         f"`make bench-engines`: a {format_size(SIZE)} loop device over an image in /dev/shm (attached with direct "
         f"I/O), written once in full first; O_DIRECT, one stream. The reference is fio's own figure "
-        f"(`jobs[0].<op>.bw_bytes` / `.iops` of its JSON, its start-up excluded) with fio's defaults: `{fio_seq}` "
+        f"(`jobs[0].<op>.bw_bytes` / `.iops` of its JSON, its start-up excluded) with fio's defaults, bound to "
+        f"the CPU the engine's stream is bound to: `{fio_seq}` "
         f"(sequential, {format_size(SIZE)} per run, writes with end_fsync); `--rw=randread|randwrite --bs=4096`, "
         f"psync at QD1 ({format_size(IOPS_SIZE[1])} per run) and `--ioengine=io_uring --iodepth=32` at QD32 "
         f'({format_size(IOPS_SIZE[32])} per run). python: `table.run("python", op, Job(...))`, bytes (or I/O '
