@@ -13,20 +13,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import SLURM_PROFILE, needs_root, private_scratch, run_campaign, slurm_cluster
+from conftest import IO500_SMALL, SLURM_PROFILE, needs_root, private_scratch, run_campaign, slurm_cluster
 
 pytestmark = [needs_root, pytest.mark.e2e]
 SIZE = 8 * 2**20
 HERE, OTHER = socket.gethostname(), "fsbench-n2"
 SOURCE = "10.231.0.1:/fsbench"  # slurm_local's volume, served on the veth
-IO500 = {  # tiny; stonewall far beyond them: every write phase writes all it may
-    "processes": 2,
-    "ior-easy": {"transferSize": "64KiB", "blockSize": "1MiB"},
-    "ior-hard": {"segmentCount": 10},
-    "mdtest-easy": {"n": 20},
-    "mdtest-hard": {"n": 15},
-    "stonewall-time": 30,
-}
+IO500 = IO500_SMALL | {"stonewall-time": 30}  # far beyond them: every write phase writes all it may
 PHASES = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
 PHASES += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
 PHASES += ["mdtest-hard-delete"]
