@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from _pytest.nodeid import coerce_node_id
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
@@ -48,6 +49,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "needs(capability): the test needs it (see CAPABILITIES)")
 
 
+@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """make test runs two workers (pytest-xdist, --dist loadgroup). Tests that start the machine's one local Slurm
     form one group, which one worker runs in turn (they would only wait on its lock); tests whose figures hang on
@@ -58,6 +60,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("slurm"))
         elif any("throttle" in m.args for m in item.iter_markers("needs")):
             item.add_marker(pytest.mark.xdist_group("throttle"))
+    result = yield  # xdist's own hook names each item's group
+    # pytest-xdist 3.8 writes the group into `item._nodeid` ("<id>@slurm"), which pytest 9 no longer reads (it
+    # keeps the id in `_id`): without this no test is grouped (tests/test_xdist_groups.py).
+    for item in items:
+        named = getattr(item, "_nodeid", None)
+        if isinstance(named, str) and named != item.nodeid:
+            item._id = coerce_node_id(named)
+    return result
 
 
 def missing(capability: str, reason: str):
