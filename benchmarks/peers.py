@@ -15,9 +15,10 @@ What is compared, per storage (each a folder on a mounted filesystem):
   engine (fsbench.engines.metadata.run_phase, MetaJob(streams=2, files=FILES, file_size=0, dirs=1, fsync=none)).
   mdtest: one run per phase, `mdtest -F -P -u -L -n FILES -C|-T|-E|-r -d DIR`, its "File creation/stat/read/
   removal" rate.
-- IO500's twelve phases (fsbench's io500 campaign, issue 27 part 1, on a path array at the storage) against IOR and
-  mdtest run as IO500's io500.sh / src/phase_*.c runs them, with the same tunables (IO5 below); find against
-  IO500's pfind where tools/peers.py finds its tarball (else one GNU find). Values in IO500's units (GiB/s, kIOPS).
+- IO500's twelve phases (fsbench's io500 phases, issue 27 part 1, on a path array at the storage, each as its
+  workflow rule runs it) against IOR and mdtest run as IO500's io500.sh / src/phase_*.c runs them, with the same
+  tunables (IO5 below); find against IO500's pfind where tools/peers.py finds its tarball (else one GNU find).
+  Values in IO500's units (GiB/s, kIOPS). Paired phase by phase, so both tools meet the storage in one state.
 
 Paired in time: in each of ROUNDS rounds every phase runs fsbench then the peer (the peer first in odd rounds); the
 ratio fsbench/peer is taken per round and its median over the rounds reported beside both medians. Targets (issue
@@ -30,7 +31,6 @@ to docs/. Root; writes docs/bench-peers.md.
 """
 
 import contextlib
-import csv
 import json
 import os
 import platform
@@ -51,12 +51,15 @@ sys.path.insert(0, str(REPO / "scripts"))
 sys.path.insert(0, str(REPO / "tools"))
 
 import peers  # noqa: E402  (tools/peers.py)
-import yaml  # noqa: E402
 
+from fsbench.campaign.cells import CellSpec, io500_places  # noqa: E402
+from fsbench.campaign.config import validate  # noqa: E402
+from fsbench.campaign.plan import Plan  # noqa: E402
 from fsbench.engines import metadata  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
 from fsbench.engines.table import run as run_engine  # noqa: E402
 from fsbench.io500 import phases as io5  # noqa: E402
+from fsbench.io500.launch import phase_step  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 from fsbench.toolkit.sizes import format_size  # noqa: E402
 from fsbench.toolkit.system import exit_on_sigterm  # noqa: E402
@@ -233,68 +236,91 @@ def io5_bytes(size: str) -> int:
 MD_PHASE_LINE = {"write": "File creation", "stat": "File stat", "read": "File read", "delete": "File removal"}
 
 
-def io500_peer(bin_dir: Path, root: Path) -> dict:
-    """The peer's value of every phase, in IO500's units (GiB/s, kIOPS), caches dropped before the phases where
+def io500_peer_phase(bin_dir: Path, d: Path, phase: str) -> float:
+    """The peer's value of one phase on its folder `d`, in IO500's units (GiB/s, kIOPS), caches dropped first where
     fsbench drops them (fsbench.io500.phases.COLD)."""
+    tool, args = io500_peer_commands(d)[phase]
+    if phase in io5.COLD:
+        drop_caches()
+    if tool == "pfind":
+        out = mpirun(bin_dir, "pfind", args)
+        return float(re.search(r"rate: ([0-9.]+) kiops", out).group(1))
+    if tool == "find":
+        t0 = time.perf_counter()
+        out = subprocess.run(["find", *args], capture_output=True, text=True, check=True).stdout
+        return len(out.splitlines()) / (time.perf_counter() - t0) / 1e3
+    if tool == "ior":
+        out = mpirun(bin_dir, "ior", args)
+        op = "write" if phase.endswith("write") else "read"
+        summary = out.split("Summary of all tests:")[-1].splitlines()
+        return next(float(f[1]) for x in summary if (f := x.split()) and f[0] == op) / 1024
+    out = mpirun(bin_dir, "mdtest", args)
+    name = MD_PHASE_LINE[phase.rsplit("-", 1)[1]]
+    line = next(x for x in out.splitlines() if x.strip().startswith(name))
+    return float(line.split()[2]) / 1e3
+
+
+@contextlib.contextmanager
+def io500_peer_folder(root: Path):
+    """The peer's data folder (ior-easy, ior-hard made ahead, as io500.sh does) and pfind's timestamp file, made
+    before the first phase as io500 makes its timestampfile; all removed after."""
     d = root / "peer-io500"
     shutil.rmtree(d, ignore_errors=True)
     for sub in ("ior-easy", "ior-hard"):
         (d / sub).mkdir(parents=True)
-    stamp = Path(f"{d}-timestamp")  # pfind's -newer: made before the first phase, as io500 makes its timestampfile
+    stamp = Path(f"{d}-timestamp")
     stamp.touch()
-    found = {}
     try:
-        for phase, (tool, args) in io500_peer_commands(d).items():
-            if phase in io5.COLD:
-                drop_caches()
-            if tool == "pfind":
-                out = mpirun(bin_dir, "pfind", args)
-                found[phase] = float(re.search(r"rate: ([0-9.]+) kiops", out).group(1))
-            elif tool == "find":
-                t0 = time.perf_counter()
-                out = subprocess.run(["find", *args], capture_output=True, text=True, check=True).stdout
-                found[phase] = len(out.splitlines()) / (time.perf_counter() - t0) / 1e3
-            elif tool == "ior":
-                out = mpirun(bin_dir, "ior", args)
-                op = "write" if phase.endswith("write") else "read"
-                summary = out.split("Summary of all tests:")[-1].splitlines()
-                found[phase] = next(float(f[1]) for x in summary if (f := x.split()) and f[0] == op) / 1024
-            else:
-                out = mpirun(bin_dir, "mdtest", args)
-                name = MD_PHASE_LINE[phase.rsplit("-", 1)[1]]
-                line = next(x for x in out.splitlines() if x.strip().startswith(name))
-                found[phase] = float(line.split()[2]) / 1e3
+        yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
         stamp.unlink(missing_ok=True)
-    return found
 
 
-def io500_fsbench(root: Path) -> dict:
-    """fsbench's io500 campaign on a path array at `root` (the workflow, as a user runs it): io500.csv's values."""
+@contextlib.contextmanager
+def io500_fsbench(root: Path):
+    """fsbench's io500 phases on a path array at `root`, one call per phase: each runs
+    fsbench.io500.launch.phase_step, what the workflow's io500 rules run (scripts/io500.py), on the cell the
+    workflow's plan makes of the same campaign, each phase given the record of the one before."""
     work = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-io500-", dir="/var/tmp"))
     data = root / "fsbench-io500"
     data.mkdir()
+    config = {
+        "campaign": "peers",
+        "scratch": str(work / "scratch"),
+        "arrays": {"p": {"kind": "path", "path": str(data)}},
+        "io": {"size": "4MiB", "block_sizes": ["1MiB"], "repeats": 1},
+        "history": False,
+        "io500": IO5,
+    }
+    campaign = validate(config)
+    (place,) = io500_places(campaign)
+    cell = CellSpec.from_params(Plan(campaign).cell_spec(*place, "io500", 1))
+    before = {}
+
+    def phase(name: str) -> float:
+        nonlocal before
+        before = phase_step(cell, name, before, campaign["hosts"] or [], work / "records")
+        return before["value"]
+
     try:
-        config = {
-            "campaign": "peers",
-            "scratch": str(work / "scratch"),
-            "arrays": {"p": {"kind": "path", "path": str(data)}},
-            "io": {"size": "4MiB", "block_sizes": ["1MiB"], "repeats": 1},
-            "history": False,
-            "io500": IO5,
-        }
-        (work / "campaign.yaml").write_text(yaml.safe_dump(config))
-        argv = [str(REPO / ".venv/bin/snakemake"), "results/peers/io500.csv", "-s", str(REPO / "Snakefile")]  # only it
-        argv += ["-d", str(work / "wd"), "--cores", "2", "--configfile", str(work / "campaign.yaml")]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
-        if proc.returncode:
-            raise RuntimeError(f"fsbench's io500 campaign failed: {proc.stderr[-3000:]}")
-        with open(work / "wd/results/peers/io500.csv") as f:
-            return {r["phase"]: float(r["value"]) for r in csv.DictReader(f) if r["phase"] in io5.PHASES}
+        yield phase
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(data, ignore_errors=True)
+
+
+def io500_round(bin_dir: Path, root: Path, peer_first: bool) -> dict:
+    """{phase: (fsbench, peer)} of IO500's twelve phases, paired phase by phase: each phase runs fsbench's then the
+    peer's (the peer's first when peer_first), so that the two meet the storage in the same state."""
+    got = {}
+    with io500_fsbench(root) as fsbench_phase, io500_peer_folder(root) as d:
+        for phase in io5.PHASES:
+            pair = {}
+            for who in ("peer", "fsbench") if peer_first else ("fsbench", "peer"):
+                pair[who] = fsbench_phase(phase) if who == "fsbench" else io500_peer_phase(bin_dir, d, phase)
+            got[phase] = (pair["fsbench"], pair["peer"])
+    return got
 
 
 def io500_phases() -> list:
@@ -365,11 +391,9 @@ def judged(bin_dir: Path, root: Path) -> dict:
     for rnd in range(ROUNDS):
         for phase, pair in one_round(bin_dir, root, peer_first=rnd % 2 == 1).items():
             figures.setdefault(phase, []).append(pair)
-        if rnd < IO500_ROUNDS:  # the twelve phases, fsbench's campaign then the peer's (the peer first in odd rounds)
-            runs = [("fsbench", lambda: io500_fsbench(root)), ("peer", lambda: io500_peer(bin_dir, root))]
-            got = {who: run() for who, run in (reversed(runs) if rnd % 2 else runs)}
-            for phase in io5.PHASES:
-                figures.setdefault(f"io500 {phase}", []).append((got["fsbench"][phase], got["peer"][phase]))
+        if rnd < IO500_ROUNDS:
+            for phase, pair in io500_round(bin_dir, root, peer_first=rnd % 2 == 1).items():
+                figures.setdefault(f"io500 {phase}", []).append(pair)
         log(f"  round {rnd + 1}/{ROUNDS}: " + ", ".join(f"{p} {f / q:.2f}" for p, [*_, (f, q)] in figures.items()))
     return figures
 
@@ -576,11 +600,12 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple) -> st
         lines.append(f"| {ph.name} | {ph.fsbench} | `{ph.peer}` |")
     lines += [
         "",
-        f"io500 campaign: `io500: {json.dumps(IO5)}` on a path array at the storage (fsbench's workflow, "
-        "`snakemake --cores 2 --configfile`), values from its io500.csv; the peer runs the phases in IO500's order, "
-        "with the caches dropped before the phases fsbench drops them before (reads, stats, find, deletes). "
-        f"Paired in {IO500_ROUNDS} rounds (the whole campaign, then the peer's twelve runs; the peer first in odd "
-        "rounds). "
+        f"io500 campaign: `io500: {json.dumps(IO5)}` on a path array at the storage; each fsbench phase is "
+        "fsbench.io500.launch.phase_step, what the workflow's io500 rules run, on the cell its plan makes of that "
+        "campaign, and its value is the one io500.csv would hold. Both tools run the phases in IO500's order, the "
+        "caches dropped before the phases fsbench drops them before (reads, stats, find, deletes). "
+        f"Paired phase by phase in {IO500_ROUNDS} rounds: fsbench's phase, then the peer's same phase (the peer "
+        "first in odd rounds), so that both meet the storage in the same state. "
         + (
             "find's peer is IO500's pfind (VI4IO/pfind at aaba722, IO500's own find) over the peer's whole data "
             "folder, 2 ranks, its `rate` (files scanned over its time)."
