@@ -5,7 +5,8 @@ GPL-2.0; never copied into this repository) and run with Open MPI from apt, as r
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 and --oversubscribe (2 ranks on this 2-core VM).
 
 What is compared, per storage (each a folder on a mounted filesystem):
-- block I/O, what fsbench has today: 2 streams, a file each, O_DIRECT, 1 MiB blocks, SIZE per stream. fsbench: the
+- block I/O, what fsbench has today: 2 streams, a file each, O_DIRECT, 1 MiB blocks, SIZE per stream (the sizes
+  per storage: SCALES). fsbench: the
   python engine as a cell runs it (`run_engine("python", op, Job(...))`), a write's figure over seconds_durable
   (its fsync inside), a read after the cache was dropped. IOR: `ior -a POSIX --posix.odirect -F -C -e -t 1m -b
   SIZE -i 1` (-F a file per process, -C: each rank reads another rank's file, -e: fsync at the end of the write,
@@ -17,7 +18,7 @@ What is compared, per storage (each a folder on a mounted filesystem):
   removal" rate.
 - IO500's twelve phases (fsbench's io500 phases, issue 27 part 1, on a path array at the storage, each as its
   workflow rule runs it) against IOR and mdtest run as IO500's io500.sh / src/phase_*.c runs them, with the same
-  tunables (IO5 below); find against IO500's pfind where tools/peers.py finds its tarball (else one GNU find).
+  tunables (SCALES below); find against IO500's pfind where tools/peers.py finds its tarball (else one GNU find).
   Values in IO500's units (GiB/s, kIOPS). Paired phase by phase, so both tools meet the storage in one state.
 
 Paired in time: in each of ROUNDS rounds every phase runs fsbench then the peer (the peer first in odd rounds); the
@@ -58,7 +59,7 @@ from fsbench.campaign.plan import Plan  # noqa: E402
 from fsbench.engines import metadata  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
 from fsbench.engines.table import run as run_engine  # noqa: E402
-from fsbench.io500 import phases as io5  # noqa: E402
+from fsbench.io500 import phases as ph500  # noqa: E402
 from fsbench.io500.launch import phase_step  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 from fsbench.toolkit.sizes import format_size  # noqa: E402
@@ -68,23 +69,43 @@ MiB, GiB = 2**20, 2**30
 SMOKE = os.environ.get("SMOKE") == "1"
 RANKS = 2
 BLOCK = MiB
-SIZE = 16 * MiB if SMOKE else GiB  # per stream
-FILES = 200 if SMOKE else 2000  # per process, as the issue's measurement
 ROUNDS = 1 if SMOKE else int(os.environ.get("ROUNDS", "5"))
-IMAGE = 256 * MiB if SMOKE else 3 * GiB  # under /dev/shm: with the data, well under 4 GiB
-STORAGES = ["ext4-ram"] if SMOKE else os.environ.get("STORAGES", "ext4-ram,glusterfs").split(",")
+IMAGE = 256 * MiB if SMOKE else 6 * GiB  # under /dev/shm: both tools' io500 data at once (~4.1 GB) fit
 IO_GOAL, MD_GOAL = (0.95, 1.05), (0.9, 1.1)
 IO500_ROUNDS = 1 if SMOKE else int(os.environ.get("IO500_ROUNDS", "3"))
-# IO500's tunables, the same for fsbench's io500 campaign and the peer commands; stonewall-time beyond these sizes,
-# so that both write everything (the peer then needs no -D).
-IO5 = {
-    "processes": RANKS,
-    "ior-easy": {"transferSize": "1MiB", "blockSize": "4MiB" if SMOKE else "256MiB"},
-    "ior-hard": {"segmentCount": 20 if SMOKE else 2000},
-    "mdtest-easy": {"n": 50 if SMOKE else 2000},
-    "mdtest-hard": {"n": 30 if SMOKE else 1000},
-    "stonewall-time": 300,
+
+
+def io500_tunables(block_size: str, segments: int, easy: int, hard: int) -> dict:
+    """IO500's tunables, the same for fsbench's io500 phases and the peer commands; stonewall-time beyond these
+    sizes, so that both write everything (the peer then needs no -D)."""
+    return {
+        "processes": RANKS,
+        "ior-easy": {"transferSize": "1MiB", "blockSize": block_size},
+        "ior-hard": {"segmentCount": segments},
+        "mdtest-easy": {"n": easy},
+        "mdtest-hard": {"n": hard},
+        "stonewall-time": 300,
+    }
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How much both tools move on one storage: enough that most phases last a second or more there (IO500 runs
+    each write phase for 300 s; a phase of a few milliseconds measures its own start and end). On the RAM-backed
+    ext4 that is ten times what GlusterFS needs."""
+
+    size: int  # block I/O, bytes per stream
+    files: int  # metadata, files per process
+    io5: dict  # IO500's tunables
+
+
+SCALES = {
+    "ext4-ram": Scale(2 * GiB, 20000, io500_tunables("512MiB", 10000, 20000, 10000)),
+    "glusterfs": Scale(GiB, 2000, io500_tunables("256MiB", 2000, 2000, 1000)),
 }
+if SMOKE:
+    SCALES = {"ext4-ram": Scale(16 * MiB, 200, io500_tunables("4MiB", 20, 50, 30))}
+STORAGES = list(SCALES) if SMOKE else os.environ.get("STORAGES", "ext4-ram,glusterfs").split(",")
 MD_FLAG = {"create": "-C", "stat": "-T", "read": "-E", "delete": "-r"}
 MD_LINE = {"create": "File creation", "stat": "File stat", "read": "File read", "delete": "File removal"}
 
@@ -118,8 +139,8 @@ def mpirun(bin_dir: Path, tool: str, args: list[str]) -> str:
     return proc.stdout
 
 
-def ior_args(folder: Path) -> list[str]:
-    size = f"{SIZE // MiB}m"
+def ior_args(folder: Path, size: int) -> list[str]:
+    size = f"{size // MiB}m"
     return [
         "-a",
         "POSIX",
@@ -138,9 +159,9 @@ def ior_args(folder: Path) -> list[str]:
     ]
 
 
-def ior(bin_dir: Path, folder: Path) -> dict:
+def ior(bin_dir: Path, folder: Path, size: int) -> dict:
     """IOR's own write and read bandwidth (bytes/s) for one run of both; its files removed after."""
-    out = mpirun(bin_dir, "ior", ior_args(folder))
+    out = mpirun(bin_dir, "ior", ior_args(folder, size))
     summary = out.split("Summary of all tests:")[-1].splitlines()
     # "write  <Max(MiB)> <Min(MiB)> ...": one iteration, so max = its figure, in MiB/s
     found = {f[0]: float(f[1]) * MiB for line in summary if (f := line.split()) and f[0] in ("write", "read")}
@@ -149,12 +170,12 @@ def ior(bin_dir: Path, folder: Path) -> dict:
     return found
 
 
-def mdtest_args(folder: Path, phase: str) -> list[str]:
-    return ["-F", "-P", "-u", "-L", "-n", str(FILES), MD_FLAG[phase], "-d", str(folder)]
+def mdtest_args(folder: Path, phase: str, files: int) -> list[str]:
+    return ["-F", "-P", "-u", "-L", "-n", str(files), MD_FLAG[phase], "-d", str(folder)]
 
 
-def mdtest(bin_dir: Path, folder: Path, phase: str) -> float:
-    out = mpirun(bin_dir, "mdtest", mdtest_args(folder, phase))
+def mdtest(bin_dir: Path, folder: Path, phase: str, files: int) -> float:
+    out = mpirun(bin_dir, "mdtest", mdtest_args(folder, phase, files))
     line = next((s for s in out.splitlines() if s.strip().startswith(MD_LINE[phase])), None)
     if line is None:
         raise RuntimeError(f"no '{MD_LINE[phase]}' in mdtest's output:\n{out[-2000:]}")
@@ -164,14 +185,14 @@ def mdtest(bin_dir: Path, folder: Path, phase: str) -> float:
 # --- fsbench ----------------------------------------------------------------------------------------------
 
 
-def block_job(folder: Path) -> Job:
+def block_job(folder: Path, size: int) -> Job:
     streams = tuple(Stream(str(folder / f"fsbench-{s}.dat")) for s in range(RANKS))
-    return Job(streams, SIZE, BLOCK, direct=True)
+    return Job(streams, size, BLOCK, direct=True)
 
 
-def fsbench_io(folder: Path) -> dict:
+def fsbench_io(folder: Path, size: int) -> dict:
     """The python engine's write (bytes over seconds_durable) then, caches dropped, its read; files removed."""
-    job = block_job(folder)
+    job = block_job(folder, size)
     try:
         write = run_engine("python", "write", job)
         drop_caches()
@@ -180,13 +201,13 @@ def fsbench_io(folder: Path) -> dict:
         for s in job.streams:
             Path(s.path).unlink(missing_ok=True)
     for op, figure in (("write", write), ("read", read)):
-        if figure["bytes"] != RANKS * SIZE:
-            raise RuntimeError(f"fsbench {op} moved {figure['bytes']} of {RANKS * SIZE} bytes")
+        if figure["bytes"] != RANKS * size:
+            raise RuntimeError(f"fsbench {op} moved {figure['bytes']} of {RANKS * size} bytes")
     return {"write": write["bytes"] / write["seconds_durable"], "read": read["bytes"] / read["seconds"]}
 
 
-def meta_job(folder: Path) -> metadata.MetaJob:
-    return metadata.MetaJob(str(folder), RANKS, FILES, 0, 1, fsync="none")
+def meta_job(folder: Path, files: int) -> metadata.MetaJob:
+    return metadata.MetaJob(str(folder), RANKS, files, 0, 1, fsync="none")
 
 
 # --- IO500's phases ---------------------------------------------------------------------------------------
@@ -198,17 +219,17 @@ def pfind_args(d: Path) -> list[str]:
     return [str(d), "-newer", f"{d}-timestamp", "-size", "3901c", "-name", "*01*", "-C", "-q", "10000", "-D", "rates"]
 
 
-def io500_peer_commands(d: Path) -> dict:
-    """Each phase as io500.sh / src/phase_*.c run it (github IO500/io500), with IO5's tunables: {phase: (tool,
+def io500_peer_commands(d: Path, io5: dict) -> dict:
+    """Each phase as io500.sh / src/phase_*.c run it (github IO500/io500), with the tunables io5: {phase: (tool,
     args)}. Reads shift to another rank (ior -C -Q 1, mdtest -N 1) as fsbench's io.read_from: other does."""
-    t, b = (format_size(io5_bytes(IO5["ior-easy"][k])).replace("iB", "").lower() for k in ("transferSize", "blockSize"))
+    t, b = (format_size(io5_bytes(io5["ior-easy"][k])).replace("iB", "").lower() for k in ("transferSize", "blockSize"))
     easy = ["-C", "-Q", "1", "-g", "-G", "271", "-k", "-e", "-o", f"{d}/ior-easy/ior_file_easy", "-t", t, "-b", b]
     easy += ["-F", "-a", "POSIX"]
     hard = ["-C", "-Q", "1", "-g", "-G", "27", "-k", "-e", "-t", "47008", "-b", "47008"]
-    hard += ["-s", str(IO5["ior-hard"]["segmentCount"]), "-a", "POSIX", "-o", f"{d}/ior-hard/file"]
-    md_easy = ["-n", str(IO5["mdtest-easy"]["n"]), "-u", "-L", "-F", "-P", "-G", "270", "-N", "1"]
+    hard += ["-s", str(io5["ior-hard"]["segmentCount"]), "-a", "POSIX", "-o", f"{d}/ior-hard/file"]
+    md_easy = ["-n", str(io5["mdtest-easy"]["n"]), "-u", "-L", "-F", "-P", "-G", "270", "-N", "1"]
     md_easy += ["-d", f"{d}/mdt_easy"]
-    md_hard = ["-n", str(IO5["mdtest-hard"]["n"]), "-t", "-w", "3901", "-e", "3901", "-F", "-P", "-N", "1"]
+    md_hard = ["-n", str(io5["mdtest-hard"]["n"]), "-t", "-w", "3901", "-e", "3901", "-F", "-P", "-N", "1"]
     md_hard += ["-d", f"{d}/mdt_hard"]
     return {
         "ior-easy-write": ("ior", [*easy, "-w"]),
@@ -236,11 +257,11 @@ def io5_bytes(size: str) -> int:
 MD_PHASE_LINE = {"write": "File creation", "stat": "File stat", "read": "File read", "delete": "File removal"}
 
 
-def io500_peer_phase(bin_dir: Path, d: Path, phase: str) -> float:
+def io500_peer_phase(bin_dir: Path, d: Path, phase: str, io5: dict) -> float:
     """The peer's value of one phase on its folder `d`, in IO500's units (GiB/s, kIOPS), caches dropped first where
     fsbench drops them (fsbench.io500.phases.COLD)."""
-    tool, args = io500_peer_commands(d)[phase]
-    if phase in io5.COLD:
+    tool, args = io500_peer_commands(d, io5)[phase]
+    if phase in ph500.COLD:
         drop_caches()
     if tool == "pfind":
         out = mpirun(bin_dir, "pfind", args)
@@ -278,7 +299,7 @@ def io500_peer_folder(root: Path):
 
 
 @contextlib.contextmanager
-def io500_fsbench(root: Path):
+def io500_fsbench(root: Path, io5: dict):
     """fsbench's io500 phases on a path array at `root`, one call per phase: each runs
     fsbench.io500.launch.phase_step, what the workflow's io500 rules run (scripts/io500.py), on the cell the
     workflow's plan makes of the same campaign, each phase given the record of the one before."""
@@ -291,7 +312,7 @@ def io500_fsbench(root: Path):
         "arrays": {"p": {"kind": "path", "path": str(data)}},
         "io": {"size": "4MiB", "block_sizes": ["1MiB"], "repeats": 1},
         "history": False,
-        "io500": IO5,
+        "io500": io5,
     }
     campaign = validate(config)
     (place,) = io500_places(campaign)
@@ -310,46 +331,48 @@ def io500_fsbench(root: Path):
         shutil.rmtree(data, ignore_errors=True)
 
 
-def io500_round(bin_dir: Path, root: Path, peer_first: bool) -> dict:
+def io500_round(bin_dir: Path, root: Path, peer_first: bool, io5: dict) -> dict:
     """{phase: (fsbench, peer)} of IO500's twelve phases, paired phase by phase: each phase runs fsbench's then the
     peer's (the peer's first when peer_first), so that the two meet the storage in the same state."""
     got = {}
-    with io500_fsbench(root) as fsbench_phase, io500_peer_folder(root) as d:
-        for phase in io5.PHASES:
+    with io500_fsbench(root, io5) as fsbench_phase, io500_peer_folder(root) as d:
+        for phase in ph500.PHASES:
             pair = {}
             for who in ("peer", "fsbench") if peer_first else ("fsbench", "peer"):
-                pair[who] = fsbench_phase(phase) if who == "fsbench" else io500_peer_phase(bin_dir, d, phase)
+                pair[who] = fsbench_phase(phase) if who == "fsbench" else io500_peer_phase(bin_dir, d, phase, io5)
             got[phase] = (pair["fsbench"], pair["peer"])
     return got
 
 
-def io500_phases() -> list:
-    cmds = io500_peer_commands(Path("DIR"))
+def io500_phases(io5: dict) -> list:
+    cmds = io500_peer_commands(Path("DIR"), io5)
     found = []
-    for phase in io5.PHASES:
+    for phase in ph500.PHASES:
         tool, args = cmds[phase]
         goal = IO_GOAL if phase.startswith("ior-") else MD_GOAL
         cmd = shlex.join([tool, *args]) + (" | wc -l" if tool == "find" else "")
-        found.append(Phase(f"io500 {phase}", io5.unit(phase), goal, f"io500 campaign, phase {phase}", cmd))
+        found.append(Phase(f"io500 {phase}", ph500.unit(phase), goal, f"io500 campaign, phase {phase}", cmd))
     return found
 
 
 # --- paired rounds ----------------------------------------------------------------------------------------
 
 
-def phases() -> list[Phase]:
+def phases(sc: Scale) -> list[Phase]:
     found = []
     for op in ("write", "read"):
         what = "python engine, bytes / seconds_durable" if op == "write" else "python engine after drop_caches"
-        cmd = "ior " + " ".join(ior_args(Path("DIR")))
-        found.append(Phase(op, "MB/s", IO_GOAL, f"{what}; 2 streams, O_DIRECT, 1 MiB, {format_size(SIZE)} each", cmd))
+        cmd = "ior " + " ".join(ior_args(Path("DIR"), sc.size))
+        each = f"{what}; 2 streams, O_DIRECT, 1 MiB, {format_size(sc.size)} each"
+        found.append(Phase(op, "MB/s", IO_GOAL, each, cmd))
     for ph in metadata.PHASES:
-        cmd = "mdtest " + " ".join(mdtest_args(Path("DIR"), ph))
-        found.append(Phase(f"md {ph}", "files/s", MD_GOAL, f"metadata run_phase('{ph}'), 2 x {FILES} empty files", cmd))
-    return found
+        cmd = "mdtest " + " ".join(mdtest_args(Path("DIR"), ph, sc.files))
+        what = f"metadata run_phase('{ph}'), 2 x {sc.files} empty files"
+        found.append(Phase(f"md {ph}", "files/s", MD_GOAL, what, cmd))
+    return found + io500_phases(sc.io5)
 
 
-def one_round(bin_dir: Path, root: Path, peer_first: bool) -> dict:
+def one_round(bin_dir: Path, root: Path, peer_first: bool, sc: Scale) -> dict:
     """{phase: (fsbench, peer)} for one round on the filesystem at `root`."""
     got = {}
     fs_dir, peer_dir = root / "fsbench", root / "peer"
@@ -357,7 +380,7 @@ def one_round(bin_dir: Path, root: Path, peer_first: bool) -> dict:
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir()
     # Block I/O: IOR runs write and read in one go, fsbench its write and read; each pair side by side.
-    runs = [("fsbench", lambda: fsbench_io(fs_dir)), ("peer", lambda: ior(bin_dir, peer_dir))]
+    runs = [("fsbench", lambda: fsbench_io(fs_dir, sc.size)), ("peer", lambda: ior(bin_dir, peer_dir, sc.size))]
     results = {}
     for who, run in reversed(runs) if peer_first else runs:
         drop_caches()
@@ -365,7 +388,7 @@ def one_round(bin_dir: Path, root: Path, peer_first: bool) -> dict:
     for op in ("write", "read"):
         got[op] = (results["fsbench"][op], results["peer"][op])
     # Metadata: one phase at a time, both tools' trees made by their own create, caches dropped before each.
-    job = meta_job(fs_dir)
+    job = meta_job(fs_dir, sc.files)
     metadata.make_trees(job)
     try:
         for ph in metadata.PHASES:
@@ -377,7 +400,7 @@ def one_round(bin_dir: Path, root: Path, peer_first: bool) -> dict:
                     figure = metadata.run_phase(job, ph)
                     pair[who] = figure["ops"] / figure["seconds"]
                 else:
-                    pair[who] = mdtest(bin_dir, peer_dir, ph)
+                    pair[who] = mdtest(bin_dir, peer_dir, ph, sc.files)
             got[f"md {ph}"] = (pair["fsbench"], pair["peer"])
     finally:
         metadata.remove_trees(job)
@@ -386,13 +409,13 @@ def one_round(bin_dir: Path, root: Path, peer_first: bool) -> dict:
     return got
 
 
-def judged(bin_dir: Path, root: Path) -> dict:
+def judged(bin_dir: Path, root: Path, sc: Scale) -> dict:
     figures = {}
     for rnd in range(ROUNDS):
-        for phase, pair in one_round(bin_dir, root, peer_first=rnd % 2 == 1).items():
+        for phase, pair in one_round(bin_dir, root, rnd % 2 == 1, sc).items():
             figures.setdefault(phase, []).append(pair)
         if rnd < IO500_ROUNDS:
-            for phase, pair in io500_round(bin_dir, root, peer_first=rnd % 2 == 1).items():
+            for phase, pair in io500_round(bin_dir, root, rnd % 2 == 1, sc.io5).items():
                 figures.setdefault(f"io500 {phase}", []).append(pair)
         log(f"  round {rnd + 1}/{ROUNDS}: " + ", ".join(f"{p} {f / q:.2f}" for p, [*_, (f, q)] in figures.items()))
     return figures
@@ -595,12 +618,13 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple) -> st
             )
         lines.append("")
     lines += FINDINGS
-    lines += ["## Commands", "", "| phase | fsbench | peer |", "| --- | --- | --- |"]
-    for ph in phases() + io500_phases():
-        lines.append(f"| {ph.name} | {ph.fsbench} | `{ph.peer}` |")
+    lines += ["## Commands", ""]
+    for storage, sc in SCALES.items():
+        lines += [f"{storage}:", "", "| phase | fsbench | peer |", "| --- | --- | --- |"]
+        lines += [f"| {ph.name} | {ph.fsbench} | `{ph.peer}` |" for ph in phases(sc)]
+        lines += ["", f"{storage}'s io500 campaign: `io500: {json.dumps(sc.io5)}` on a path array at the storage.", ""]
     lines += [
-        "",
-        f"io500 campaign: `io500: {json.dumps(IO5)}` on a path array at the storage; each fsbench phase is "
+        "Each fsbench io500 phase is "
         "fsbench.io500.launch.phase_step, what the workflow's io500 rules run, on the cell its plan makes of that "
         "campaign, and its value is the one io500.csv would hold. Both tools run the phases in IO500's order, the "
         "caches dropped before the phases fsbench drops them before (reads, stats, find, deletes). "
@@ -630,7 +654,7 @@ def main() -> int:
         log(f"{storage}:")
         try:
             with STORAGE[storage]() as (root, what):
-                results[storage] = (what, judged(bin_dir, root), phases() + io500_phases())
+                results[storage] = (what, judged(bin_dir, root, SCALES[storage]), phases(SCALES[storage]))
         except Exception as e:  # noqa: BLE001 (the other storage's figures still count; the doc says why)
             why = f"{type(e).__name__}: {e}"
             log(f"{storage}: {why}")
