@@ -132,6 +132,26 @@ def test_wear_out_writes_on_to_the_furthest_but_not_past_the_limit():
     assert ph.wear_out([3, 9, 5], 7) == 7
 
 
+def test_find_finds_as_io500s_find_named_01_of_mdtest_hard_size_newer_than_the_timestamp(tmp_path):
+    from fsbench.io500.run import _find, prepare, timestamp
+
+    prepare(tmp_path, 2)
+    newer = timestamp(tmp_path).stat().st_mtime_ns
+    hard = tmp_path / "mdtest-hard"
+    for r in range(2):
+        for i in range(120):  # file.0.101 and file.1.101 match *01*; file.0.10 does not
+            (hard / ph.hard_name(r, i)).write_bytes(b"x" * ph.MDTEST_HARD_BYTES)
+    (hard / "file.0.101").write_bytes(b"short")  # the right name, the wrong size
+    (tmp_path / "mdtest-easy" / "rank0" / "file.1012").touch()  # the right name, empty: mdtest-easy's
+    old = hard / "file.9.201"
+    old.write_bytes(b"x" * ph.MDTEST_HARD_BYTES)
+    os.utime(old, ns=(newer - 10**9, newer - 10**9))  # older than the timestamp
+    rank0, rank1 = _find(tmp_path, 0, newer), _find(tmp_path, 1, newer)
+    assert rank0 == (2 * 120 + 1 + 1 + 1, 1) and rank1 == (0, 0)  # looked at: hard, easy's one, old, ior-hard's file
+    assert ph.find_matches(2, 120) == 2 and ph.find_matches(2, 15) == 0
+    assert ph.find_matches(1, 1000) == sum("01" in f"file.0.{i}" for i in range(1000)) == 9
+
+
 def test_score_is_the_root_of_the_geometric_means_and_validity_follows_the_phases():
     values = dict(zip(ph.PHASES, [2.0, 10.0, 0.5, 5.0, 100.0, 4.0, 50.0, 1.0, 40.0, 20.0, 8.0, 16.0], strict=True))
     figures = {p: ph.Figure(p, v, 1.0, True, "") for p, v in values.items()}
@@ -186,6 +206,7 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
         records["ior-hard-read"]["amount"] == records["ior-hard-write"]["amount"] == made["ior-hard-write"] * 2 * 47008
     )
     assert records["find"]["amount"] == 2 * (made["mdtest-easy-write"] + made["mdtest-hard-write"]) + 2 + 1
+    assert records["find"]["found"] == ph.find_matches(2, made["mdtest-hard-write"])
     assert records["mdtest-hard-delete"]["amount"] == 2 * made["mdtest-hard-write"]
     assert not list(data.iterdir())  # the last phase leaves nothing
 
@@ -238,6 +259,7 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     runs = res / "runs" / "local" / "p" / "path" / "io500" / "rep1"
     rec = {p: pd.read_json(runs / f"{p}.json", typ="series") for p in ph.PHASES}
     assert rec["find"]["amount"] == 2 * (20 + 15) + 2 + 1  # what mdtest-easy and -hard made, and the ior files
+    assert rec["find"]["found"] == ph.find_matches(2, 15) and rec["find"]["valid"]
     assert rec["ior-easy-write"]["amount"] == 2 * 2**20 == rec["ior-easy-read"]["amount"]
     reads = rec["ior-easy-read"]["hosts"]["local"]
     assert [(q["rank"], q["of_rank"]) for q in reads["processes"]] == [(0, 1), (1, 0)]  # the other stream's file

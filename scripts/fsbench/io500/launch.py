@@ -110,6 +110,9 @@ def figure(cell: CellSpec, phase: str, procs: list, parts: list, items: int, npr
         expected = (made["mdtest-easy-write"] + made["mdtest-hard-write"] + 1) * nprocs + 1
         if total_items != expected:
             extra.append(f"find counted {total_items} files, {expected} were created")
+        found, matching = sum(q["found"] for q in procs), ph.find_matches(nprocs, made["mdtest-hard-write"])
+        if found != matching:
+            extra.append(f"find found {found} files, {matching} match")
     elif phase not in ph.WRITES and total_items != items * nprocs:
         extra.append(f"moved {total_items} items, {items * nprocs} were made")
     cached = [part["cached_before"] for part in parts if part.get("cached_before") is not None]
@@ -129,6 +132,7 @@ def figure(cell: CellSpec, phase: str, procs: list, parts: list, items: int, npr
         "invalid_reasons": "; ".join(why),
         "amount": amount,
         "items_per_process": max(per_process),
+        **({"found": sum(q["found"] for q in procs)} if phase == "find" else {}),
         "started_at": start,
         "hosts": {part["host"]: {k: v for k, v in part.items() if k != "host"} for part in parts},
     }

@@ -1,6 +1,7 @@
 """IO500's phases, pure: their order and kinds, where each process's transfers go, the stonewall wear-out, the
 score, and what makes a phase not valid for the list. Follows github.com/IO500/io500 (io500.sh, src/phase_*.c)."""
 
+import fnmatch
 import math
 from dataclasses import dataclass
 
@@ -36,6 +37,22 @@ IOR_HARD_TRANSFER = config.IOR_HARD_TRANSFER
 MDTEST_HARD_BYTES = config.MDTEST_HARD_BYTES
 LIST_STONEWALL = 300  # seconds a write phase must run for the list
 GIB = 2**30
+
+
+# IO500's find (src/phase_find.c): files named like this, of mdtest-hard's size, newer than the run's timestamp
+# file. Only a name that matches is stat'ed, so the figure is the walk plus those stats, as pfind's.
+FIND_NAME = "*01*"
+
+
+def hard_name(rank: int, i: int) -> str:
+    """mdtest-hard's file i of a process: one shared directory, so the rank is in the name."""
+    return f"file.{rank}.{i}"
+
+
+def find_matches(nprocs: int, hard_files: int) -> int:
+    """How many files IO500's find must find: the mdtest-hard files whose names match (the only files of
+    MDTEST_HARD_BYTES; mdtest-easy's are empty, the ior files far larger)."""
+    return sum(fnmatch.fnmatchcase(hard_name(r, i), FIND_NAME) for r in range(nprocs) for i in range(hard_files))
 
 
 def unit(phase: str) -> str:

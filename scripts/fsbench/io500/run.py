@@ -4,11 +4,13 @@ srun under Slurm, else this host alone), as one record.
 
 Layout under the target's io500 folder (root): ior-easy/file.<rank>, ior-hard/file (one shared file),
 mdtest-easy/rank<rank>/file.<i> (a directory per process), mdtest-hard/file.<rank>.<i> (one shared directory),
+.timestamp (made before the first phase, as IO500's timestampfile: find looks for files newer than it),
 and .sync/<phase>/ where the processes of a stonewalled write post how far each got (a file every host sees:
 the target is the filesystem they share), then all write on to the furthest (IOR's wear-out).
 """
 
 import ctypes
+import fnmatch
 import json
 import multiprocessing
 import os
@@ -46,6 +48,11 @@ def prepare(root: Path, nprocs: int) -> None:
     for r in range(nprocs):
         (dirs["mdtest-easy"] / f"rank{r}").mkdir()
     (dirs["ior-hard"] / "file").touch()
+    timestamp(root).touch()
+
+
+def timestamp(root: Path) -> Path:
+    return root / ".timestamp"
 
 
 def easy_file(root: Path, rank: int) -> Path:
@@ -149,7 +156,7 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
     if phase.startswith("mdtest-easy"):
         folder, name = root / "mdtest-easy" / f"rank{whose}", "file.{i}"
     else:
-        folder, name = root / "mdtest-hard", f"file.{whose}.{{i}}"
+        folder, name = root / "mdtest-hard", ph.hard_name(whose, "{i}")
     op = {"write": "create", "stat": "stat", "read": "read", "delete": "delete"}[phase.rsplit("-", 1)[1]]
     size = ph.MDTEST_HARD_BYTES if phase.startswith("mdtest-hard") and op in ("create", "read") else 0
     files = FileLoop(op, folder, name, count=0, file_size=size, data=os.urandom(size))
@@ -168,13 +175,14 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
     return (lambda: None), run, end, state
 
 
-def _find(root: Path, rank: int, nprocs: int) -> int:
+def _find(root: Path, rank: int, newer_ns: int) -> tuple[int, int]:
     """fsbench's walker: this rank's share of the names (its own easy directory; rank 0 also the shared hard
-    directory and the ior folders), counted by scandir, as `find -type f` would. Like IO500's pfind, whose rate
-    is the files it looked at (ior's too) over its time."""
+    directory and the ior folders), by scandir. IO500's find: a file whose name matches FIND_NAME is stat'ed and
+    found when it has mdtest-hard's size and is newer than the timestamp; the others are only counted. Like
+    IO500's pfind, whose rate is the files it looked at (ior's too) over its time. (looked at, found)"""
     tops = [root / "mdtest-easy" / f"rank{rank}"]
     tops += [root / "mdtest-hard", root / "ior-easy", root / "ior-hard"] if rank == 0 else []
-    count, todo = 0, list(tops)
+    count, found, todo = 0, 0, list(tops)
     while todo:
         with os.scandir(todo.pop()) as entries:
             for e in entries:
@@ -182,7 +190,10 @@ def _find(root: Path, rank: int, nprocs: int) -> int:
                     todo.append(e.path)
                 elif e.is_file(follow_symlinks=False):
                     count += 1
-    return count
+                    if fnmatch.fnmatchcase(e.name, ph.FIND_NAME):
+                        st = e.stat(follow_symlinks=False)
+                        found += st.st_size == ph.MDTEST_HARD_BYTES and st.st_mtime_ns > newer_ns
+    return count, found
 
 
 def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: float, items: int) -> dict:
@@ -193,11 +204,20 @@ def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: f
     p = spec["io500"]["processes"]
     cpu = {"cpu": pin_to_cpu(rank % p, p)}
     if phase == "find":
+        newer_ns = timestamp(root).stat().st_mtime_ns
         time.sleep(max(0.0, start_at - time.time()))
         t0 = time.time()
-        count = _find(root, rank, nprocs)
+        count, found = _find(root, rank, newer_ns)
         t1 = time.time()
-        return {"rank": rank, "items": count, "bytes": 0, "start": t0, "end": t1, "end_durable": t1} | cpu
+        return {
+            "rank": rank,
+            "items": count,
+            "found": found,
+            "bytes": 0,
+            "start": t0,
+            "end": t1,
+            "end_durable": t1,
+        } | cpu
     open_, run, close, state = _ops(spec, phase, root, rank, nprocs)
     if phase.startswith("mdtest-"):
         # The way to the phase's folder is walked before the start, as mdtest's access(testdir) is before its
