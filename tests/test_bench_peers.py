@@ -14,7 +14,8 @@ from conftest import REPO, needs_root
 
 pytestmark = [needs_root, pytest.mark.e2e]
 PHASES = ["write", "read", "md create", "md stat", "md read", "md delete"]
-IO500 = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
+IO500 = ["ior-easy-write", "mdtest-easy-write", "mdtest-easy-write before its flush", "ior-hard-write"]
+IO500 += ["mdtest-hard-write", "mdtest-hard-write before its flush", "find", "ior-easy-read"]
 IO500 += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
 IO500 += ["mdtest-hard-delete"]
 PFIND = "pfind-aaba722.tar.gz"  # tools/peers.py builds find's peer from it where it is found
