@@ -69,6 +69,20 @@ def step_store(rng, factor: float, after: int, before: int = RUNS, wobbly: bool 
     return found, STEPPED, alarms
 
 
+def best_at_its_run(factor: float, after: int, before: int = RUNS, wobbly: bool = False, n: int = 200_000) -> float:
+    """The share of such steps that any rule finds at exactly their run, at best: the rule that knows both levels
+    and the noise and puts the cut where the likelihood is largest (the most probable run, given the values).
+    Where a run's noise carries it past the midpoint between the levels, no rule can tell that run's side."""
+    rng = np.random.default_rng(1)
+    sigma = rng.uniform(*WOBBLE, (n, 1)) if wobbly else NOISE
+    x = sigma * rng.standard_normal((n, before + after))
+    d = np.log(factor)
+    x[:, before:] += d
+    llr = (x * d - d * d / 2) / sigma**2  # each run's log-likelihood ratio, after the step against before it
+    after_k = np.cumsum(llr[:, ::-1], axis=1)[:, ::-1]  # [k]: the step at run k
+    return float(np.mean(after_k[:, 1:].argmax(axis=1) + 1 == before))
+
+
 def alone(rng, factor: float, after: int) -> bool:
     values = 100 * np.exp(noise(rng, RUNS + after, False))
     values[RUNS:] *= factor ** rng.choice([-1, 1])
@@ -102,6 +116,7 @@ def table(stores: int, seed: int) -> list[dict]:
             "value": found / (stores * STEPPED),
             "target": "≥ 90%",
             "ok": found / (stores * STEPPED) >= 0.9,
+            "best": best_at_its_run(1.1, 3),
         }
     )
     for name, factor, after, before, wobbly, target in (
@@ -121,9 +136,14 @@ def table(stores: int, seed: int) -> list[dict]:
                 "value": found / total,
                 "target": f"≥ {target:.0%}",
                 "ok": found / total >= target,
+                "best": best_at_its_run(factor, after, before, wobbly),
             }
         )
     return rows
+
+
+def best_text(row: dict) -> str:
+    return f"{row['best']:.1%}" if "best" in row else "—"
 
 
 def markdown(rows: list[dict], stores: int, seed: int, seconds: float) -> str:
@@ -134,11 +154,12 @@ def markdown(rows: list[dict], stores: int, seed: int, seconds: float) -> str:
         f"(never used to choose a threshold), {seconds:.0f} s. Method: benchmarks/history.py's docstring and "
         "fsbench/history/changes.py's.",
         "",
-        "| case | figure | share | target | met |",
-        "| --- | --- | --- | --- | --- |",
+        "| case | figure | share | best any rule can do | target | met |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     lines += [
-        f"| {r['case']} | {r['figure']} | {r['value']:.1%} | {r['target']} | {'yes' if r['ok'] else 'NO'} |"
+        f"| {r['case']} | {r['figure']} | {r['value']:.1%} | {best_text(r)} | {r['target']} | "
+        f"{'yes' if r['ok'] else 'NO'} |"
         for r in rows
     ]
     thresholds = (
@@ -152,12 +173,16 @@ def markdown(rows: list[dict], stores: int, seed: int, seconds: float) -> str:
         "Reading it (2026-12-05, session 9). On the seeds the thresholds were chosen on (0-99, `--choose`) the same",
         "rows give 5, 5 and 3 stores, 869, 853, 994 and 1000 of 1000 steps.",
         "",
-        "The 10 % step in a store of 50 is found at its run in 87.9 %, not 90 %, and no fair method here reaches 90",
-        "%. An oracle that knows the noise exactly (3 %; the levels unknown), with the same test, the same FDR (3 %)",
-        "and min change 5 %, finds 87.9 % of these steps at their run too (2,636 of 3,000; seed 10,001, 300 stores),",
-        "and 90.2 % if it also knows both levels to place the cut; at FDR 5 %, 89.0 and 91.3 %. The method is at the",
-        "known-noise bound: what is left is where the cut lands (with 3 runs after a 3-sigma step about 1 in 16 is",
-        "one run off whatever the method) and BH's cutoff.",
+        "The 10 % step rows miss 90 %, and no rule can reach it (session 10). The column 'best any rule can do' is",
+        "the rule that knows both levels and the noise and names the run most probable given the values (the most",
+        "likely cut; 200,000 series, benchmarks/history.py best_at_its_run): no rule names the exact run more often.",
+        "It finds 88.3 % of 10 % steps at 3 % noise with 3 runs after: in about 1 series in 9 the last run before",
+        "the step or the first after it lies past the midpoint between the two levels, and then nothing in the",
+        "values says which side it belongs to. fsbench's 87.9 % (in a store of 50, Benjamini-Hochberg across it)",
+        "and 88.4 % (alone) are at that bound, within the sampling error of 1,000 steps (about a point), without",
+        "knowing the levels or the noise. Session",
+        "9's oracle reported 90.2 % with both levels known (3,000 steps, its script not kept): above what the most",
+        "likely cut can reach, so it must have counted otherwise; it is not a bound.",
         "",
         "How it got there: each series' noise is moderated by the noise of the other series of the call",
         "(changes.noise_prior, limma's empirical Bayes). 20 runs say little about one series' noise: the 99th",
@@ -182,9 +207,8 @@ def markdown(rows: list[dict], stores: int, seed: int, seconds: float) -> str:
         "From last session, still true: heavy-tailed noise sits near its target (BH alarms in ~FDR of all-flat stores",
         "whatever the null; min change filters normal noise more than heavy tails); a permutation null did not lower",
         "it. Of 1,000 10 % steps judged alone, 93 were cut one run early (or more) and 27 not significant; the cut is",
-        "placed at its highest posterior (changes._max_t), which an oracle knowing levels and noise beats only by",
-        "93.7 against 90.4 % of series. A fourth run after the step does not find it more often at exactly its run",
-        "(843 of 1,000 alone): the cut can then land late as well.",
+        "placed at its highest posterior (changes._max_t). A fourth run after the step does not find it more often at",
+        "exactly its run (843 of 1,000 alone): the cut can then land late as well.",
         "",
     ]
     return "\n".join([*lines, *notes])
