@@ -461,24 +461,12 @@ def judged(bin_dir: Path, root: Path, sc: Scale) -> dict:
 # --- storage ----------------------------------------------------------------------------------------------
 
 
-def fill(image: Path) -> None:
-    """Every page of the image written once, before mkfs. A tmpfs page that was never written is made (and
-    zeroed) at its first write: without this, whichever tool wrote first in a round reused the blocks the last
-    round had freed while the second wrote on new ones, and IOR against itself, ior-easy-write, ran 3-5.6 x
-    faster first than second."""
-    chunk = bytes(64 * MiB)
-    with open(image, "r+b") as f:
-        for _ in range(os.fstat(f.fileno()).st_size // len(chunk)):
-            f.write(chunk)
-
-
 @contextlib.contextmanager
 def ext4_ram():
     scratch = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-", dir="/dev/shm"))
     mnt = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-mnt-", dir="/var/tmp"))
     try:
         dev = devices.attach_loop_images(scratch / "images", 1, IMAGE)[0]
-        fill(scratch / "images" / "member0.img")
         # inode tables and journal written now, not by ext4lazyinit in the background while we measure
         subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev], check=True)
         subprocess.run(["mount", dev, str(mnt)], check=True)
@@ -614,20 +602,42 @@ FINDINGS = [
     "or off. What differed in the last run is what ran before the pair (the full benchmark's block and metadata "
     "phases on the same brick, on the same root disk): a guess, not measured.",
     "",
+    "## The storage against itself, and what the session-10 changes did (measured 2026-12-05, quiet VM)",
+    "",
+    "- **Phase by phase, bigger, the peer twice.** Until session 10 fsbench's whole io500 campaign ran, then the "
+    "peer's twelve runs, minutes apart, at sizes where a phase lasted 5-50 ms on ext4-ram: a round's ratio swung "
+    "0.3-4.3. Now each phase runs fsbench's, the peer's and the peer's again before the next, the turns rotating, "
+    "at ten times the sizes on ext4-ram (SCALES), and 'peer again/peer' shows what the storage does to one tool.",
+    "- **ext4-ram moves IOR against itself more than the targets allow.** IOR twice, side by side, phase by phase, "
+    "5 rounds (io500 tunables of SCALES): ior-easy-write 0.92-5.59 (median 4.57: whichever wrote second ran up to "
+    "5.6 x slower), ior-hard-write 1.03-3.14, find 0.98-2.56, ior-easy-read 0.78-1.25; the mdtest phases 0.84-1.27. "
+    "Writing the whole image once before mkfs (every tmpfs page made) did not change it (ior-easy-write "
+    "1.01-5.74). One IOR ior-easy-write after another, each on a fresh folder, then deleted: 2.2, 2.2, 2.3, 1.9, "
+    "3.5, 3.6, 3.6, 0.78, 0.35 GiB/s, no page cache or dirty data left between them (/proc/meminfo). Not traced "
+    "further (the loop device's worker and ext4's allocator on 2 CPUs are the candidates). On this storage a write "
+    "or read ratio says little: the table's 'nor is the peer against itself' marks where the peer misses too.",
+    "- **find.** fsbench's find walked the names only; IO500's pfind also stats every name matching *01* (size "
+    "and age). pfind on the peer's tree, 4 rounds, kiops: with IO500's predicates 1024, with the name alone 1317, "
+    "with none 1830; fsbench's walker 2228. fsbench's find now does IO500's find (io500 method 3): 1.76 -> 0.88 "
+    "(peer against itself 0.93) on ext4-ram, 1.07 on GlusterFS.",
+    "- **md read.** mdtest -E without -e opens and closes each file; fsbench also read it (one read call, its size "
+    "checked): 0.83 of mdtest's (6 rounds, 2 x 20,000 files; the peer against itself 1.03). Without the read call "
+    "(metadata method 3): 1.07, and 1.04 in the table above.",
+    "- **mdtest-hard-write before its flush.** The same records up to each process's last file: 1.07 of mdtest "
+    "on ext4-ram (the flushed figure 0.60): the syncfs fsbench times and mdtest never does is the whole gap.",
+    "- **Block read, fsbench faster than IOR (1.54).** The same two 1 GiB files read with O_DIRECT, 1 MiB, 2 "
+    "streams, cold, 4 rounds: fsbench 8.42 GB/s, fio (2 jobs, bound to the two CPUs) 7.08, IOR 6.38 (-C 6.91). "
+    "fsbench reads faster than fio too here; why IOR is slowest is not traced.",
+    "- **md create 0.88, mdtest-easy-write 0.82-0.85.** strace -c: the same calls per file (one openat, one "
+    "close), 20 against 17 µs per openat under strace. Making fsbench's trees after the cache drop, as mdtest "
+    "makes its own, did not change it (0.86). Not explained.",
+    "",
     "## Not explained here",
     "",
-    "- A round's ratio swings, on a quiet machine too (the range column: the phases last 15 ms to 2 s on this "
-    "VM): read the median, and a miss as fsbench's only where the whole range lies outside the target. Under "
-    "load (other work running) rounds swung by 2-5 x.",
-    "- ext4-ram, the io500 pair (fsbench's campaign and the peer's twelve runs) in 2 rounds on one image, run "
-    "twice, load 1.2-1.7: in both second rounds (the peer first) fsbench's ior-easy-write ran ~7 x slower than in"
-    " the first (2.1-2.2 -> 0.30 GiB/s), both tools' ior-hard-write 2.5-4 x (1.0-1.2 -> 0.26-0.41), IOR's "
-    "ior-easy-write once (1.9 -> 0.89) and once not (2.1 -> 2.1), and fsbench's ior-easy-read ran 8 x faster "
-    "(0.97-1.1 -> 8.3 GiB/s); a round's ratios then hold the storage's state at each tool's turn, minutes apart. "
-    "Not measured why.",
-    "- GlusterFS, io500 mdtest-hard-delete: fsbench/peer 0.24 (client caches off) and 0.28 (on) in the rounds "
-    "where fsbench's campaign ran first, 0.98 and 0.58 where it ran second (the io500 pair alone, as above): not "
-    "measured why.",
+    "- A round's ratio swings, on a quiet machine too (the range column): read the median, and a miss as "
+    "fsbench's only where the peer holds to itself (its column near 1, its range narrow).",
+    "- GlusterFS, io500 ior-easy-read and ior-hard-read miss with the peer missing against itself too (1.21, "
+    "0.94): the FUSE client and one brick on the root disk.",
     "",
 ]
 
