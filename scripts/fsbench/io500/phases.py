@@ -44,8 +44,9 @@ GIB = 2**30
 FIND_NAME = "*01*"
 
 
-def hard_name(rank: int, i: int) -> str:
-    """mdtest-hard's file i of a process: one shared directory, so the rank is in the name."""
+def hard_name(rank: int, i: int | str) -> str:
+    """mdtest-hard's file i of a process: one shared directory, so the rank is in the name. With i "{i}", the
+    pattern fsbench.engines.loops.FileLoop fills in."""
     return f"file.{rank}.{i}"
 
 
