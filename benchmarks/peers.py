@@ -618,8 +618,9 @@ FINDINGS = [
     "the page cache took 0.10-0.17 s every time, the fsync of the 1 GiB through the loop device 0.19-3.36 s, in "
     "stretches of fast and of slow runs. Not the block layer's write-back throttling (wbt_lat_usec 0: the same), "
     "nor fragmentation (9-15 extents per file in fast and slow runs alike), nor the loop device's direct I/O "
-    "(off: 0.32-3.57 GiB/s). So the storage's own write-back, not a tool, moves the write figures; on it a write "
-    "or read ratio says little: the table's 'nor is the peer against itself' marks where the peer misses too.",
+    "(IOR with it off: 0.32-3.57 GiB/s). So the storage's own write-back, not a tool, moves the write figures; on "
+    "it a write or read ratio says little: the table's 'nor is the peer against itself' marks where the peer misses "
+    "too.",
     "- **find.** fsbench's find walked the names only; IO500's pfind also stats every name matching *01* (size "
     "and age). pfind on the peer's tree, 4 rounds, kiops: with IO500's predicates 1024, with the name alone 1317, "
     "with none 1830; fsbench's walker 2228. fsbench's find now does IO500's find (io500 method 3): 1.76 -> 0.88 "
