@@ -461,16 +461,36 @@ def judged(bin_dir: Path, root: Path, sc: Scale) -> dict:
 # --- storage ----------------------------------------------------------------------------------------------
 
 
+def fill(image: Path) -> None:
+    """Every page of the image written once, before mkfs (which then must not discard: a discard punches the
+    loop's image full of holes). A hole is a tmpfs page made at its first write, from memory this VM has just
+    handed back to its host (free page reporting): measured, one fsync of 1 GiB then took 0.19-3.36 s, in fast
+    and slow stretches, one CPU busy in the loop worker's memcpy; with every page made, 0.19-0.24 s."""
+    chunk = bytes(64 * MiB)
+    with open(image, "r+b") as f:
+        for _ in range(os.fstat(f.fileno()).st_size // len(chunk)):
+            f.write(chunk)
+
+
 @contextlib.contextmanager
 def ext4_ram():
     scratch = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-", dir="/dev/shm"))
     mnt = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-mnt-", dir="/var/tmp"))
     try:
         dev = devices.attach_loop_images(scratch / "images", 1, IMAGE)[0]
-        # inode tables and journal written now, not by ext4lazyinit in the background while we measure
-        subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev], check=True)
+        fill(scratch / "images" / "member0.img")
+        # inode tables and journal written now, not by ext4lazyinit in the background while we measure; the pages
+        # fill() made kept (nodiscard)
+        options = "lazy_itable_init=0,lazy_journal_init=0,nodiscard"
+        subprocess.run(["mkfs.ext4", "-q", "-F", "-E", options, dev], check=True)
         subprocess.run(["mount", dev, str(mnt)], check=True)
-        yield mnt, f"ext4 on {dev} (a loop device with direct I/O over a {format_size(IMAGE)} image in /dev/shm)"
+        yield (
+            mnt,
+            (
+                f"ext4 on {dev} (a loop device with direct I/O over a {format_size(IMAGE)} image in /dev/shm, every "
+                "page of it written before mkfs, which does not discard)"
+            ),
+        )
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
         devices.release(scratch)
@@ -608,6 +628,50 @@ FINDINGS = [
     "peer's twelve runs, minutes apart, at sizes where a phase lasted 5-50 ms on ext4-ram: a round's ratio swung "
     "0.3-4.3. Now each phase runs fsbench's, the peer's and the peer's again before the next, the turns rotating, "
     "at ten times the sizes on ext4-ram (SCALES), and 'peer again/peer' shows what the storage does to one tool.",
+    "- **ext4-ram moved IOR against itself more than the targets allow, until its image was whole.** IOR twice, "
+    "side by side, phase by phase, 5 rounds: ior-easy-write 0.92-5.59 (median 4.57), ior-hard-write 1.03-3.14, "
+    "find 0.98-2.56. Where it lay: fsbench's ior-easy-write nine times in a row (its records split the writes from "
+    "the flush): the writes into the page cache took 0.10-0.17 s every time, the fsync of the 1 GiB through the "
+    "loop device 0.19-3.36 s, in stretches of fast and of slow runs, one CPU busy throughout (/proc/stat) in the "
+    "loop worker's memcpy (perf record -a: __pi_memcpy 31 % of all samples, shmem_alloc_and_add_folio among "
+    "them). Not the block layer's write-back throttling (wbt_lat_usec 0: the same), nor fragmentation (9-15 "
+    "extents per file in fast and slow runs alike). The cause: mkfs.ext4 discards the device, which punches the "
+    "loop's image full of holes, so a write to the device made its tmpfs page anew, from memory this VM had just "
+    "handed back to its host (free page reporting: /sys/module/page_reporting reports 403 GiB since boot). With "
+    "every page of the image written before a mkfs that does not discard (fill(), -E nodiscard): the fsync "
+    "0.19-0.24 s in nine runs, IOR against itself at ior-easy-write 0.97-1.34, and the table above: 13 of 20 rows "
+    "within target, against 8 of 20 before (the same day, 08:21 UTC).",
+    "- **Left on ext4-ram: turns.** IOR against itself, always the same one first (5 rounds, the image whole): "
+    "ior-hard-write 1.94, find 2.30, ior-easy-read 0.33 (first/second). Keeping freed memory from the host for "
+    "10 minutes (page_reporting min_free_ms) did not change them. Not traced; the rotation of turns balances them "
+    "in the medians only over whole rotations, and the ranges show them.",
+    "- **find.** fsbench's find is its own walker in every process at once (scandir, no stat); IO500's pfind (the"
+    " peer where its tarball is found) reads every directory with 2 ranks stealing work from each other and stats"
+    " only the names matching `*01*`; both rates are files looked at over the time.",
+    "",
+    "## GlusterFS: the client's own caches (measured by hand, 2026-12-05)",
+    "",
+    "- `drop_caches` empties the kernel's caches, not the GlusterFS client's own: md-cache (stat-prefetch), "
+    "io-cache, read-ahead, quick-read, open-behind, readdir-ahead and write-behind live in the userspace FUSE "
+    "client. The test volume (tools/slurm_local.py, `UNCACHED`) now has them all off, so a read or stat after the"
+    " drop reaches the brick, for both tools.",
+    "- **ior-easy-write** ran 1.8-4.3 x IOR's in every round of the last full run (client caches on). Both tools "
+    "time the same span: IOR's write figure is the data over the first open to the last close (ior.c: "
+    "`IOR_TIMER_OPEN_START` .. `IOR_TIMER_CLOSE_STOP`, its `-e` fsync inside `WriteOrRead`), fsbench's from its "
+    "first process's open to its last one's fsync and close. Measured again, the io500 pair alone on the test "
+    "volume (fsbench's campaign, then IOR's and mdtest's twelve runs, order alternating), blockSize 256 MiB: "
+    "client caches off 1.22, 0.92; caches on (Gluster's defaults) 1.21, 0.93. Only ior-easy-write (fsbench's "
+    "phase against IOR's command, sync and drop before each run, 3 paired rounds each): caches off 0.89, 1.02, "
+    "1.26; write-behind alone on 0.84, 0.88, 0.90; defaults 1.10, 0.76, 0.86. Not reproduced, with the caches on "
+    "or off. What differed in the last run is what ran before the pair (the full benchmark's block and metadata "
+    "phases on the same brick, on the same root disk): a guess, not measured.",
+    "",
+    "## The storage against itself, and what the session-10 changes did (measured 2026-12-05, quiet VM)",
+    "",
+    "- **Phase by phase, bigger, the peer twice.** Until session 10 fsbench's whole io500 campaign ran, then the "
+    "peer's twelve runs, minutes apart, at sizes where a phase lasted 5-50 ms on ext4-ram: a round's ratio swung "
+    "0.3-4.3. Now each phase runs fsbench's, the peer's and the peer's again before the next, the turns rotating, "
+    "at ten times the sizes on ext4-ram (SCALES), and 'peer again/peer' shows what the storage does to one tool.",
     "- **ext4-ram moves IOR against itself more than the targets allow.** IOR twice, side by side, phase by phase, "
     "5 rounds (io500 tunables of SCALES): ior-easy-write 0.92-5.59 (median 4.57: whichever wrote second ran up to "
     "5.6 x slower), ior-hard-write 1.03-3.14, find 0.98-2.56, ior-easy-read 0.78-1.25; the mdtest phases 0.84-1.27. "
@@ -641,8 +705,11 @@ FINDINGS = [
     "",
     "- A round's ratio swings, on a quiet machine too (the range column): read the median, and a miss as "
     "fsbench's only where the peer holds to itself (its column near 1, its range narrow).",
-    "- GlusterFS, io500 ior-easy-read and ior-hard-read miss with the peer missing against itself too (1.21, "
-    "0.94): the FUSE client and one brick on the root disk.",
+    "- GlusterFS: the io500 ior reads (and in some runs ior-hard-write) miss where the peer misses against itself "
+    "too: the FUSE client and one brick on the root disk, under three tools' data.",
+    "- ext4-ram, where the peer holds to itself (09:17 UTC run): block read 1.49 (fsbench faster; fio between, "
+    "above), md create 0.85 (the same calls per file), find 0.88 (with IO500's stats; before them 1.76), "
+    "mdtest-hard-stat 0.87 (1.02 and 0.99 in the two runs before).",
     "",
 ]
 
