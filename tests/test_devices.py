@@ -56,6 +56,25 @@ def test_make_mount_and_remake_only_when_settings_change(scratch, fs_type):
     assert devices.mount_at(mnt) is None  # unmounted before it was remade
 
 
+@pytest.mark.parametrize("fs_type", ["ext2", "ext4", "xfs", "btrfs"])
+def test_mkfs_without_discard_leaves_the_preallocated_image_whole(scratch, fs_type):
+    """A discarding mkfs punches the loop's image full of holes (its writes then allocate in the backing
+    filesystem); mkfs on a loop member must not discard. With discard, the same test sees the holes."""
+    image = scratch / "images" / "member0.img"
+    for discard in (False, True):
+        dev = devices.attach_loop_images(scratch / "images", 1, 320 * MiB)[0]
+        devices.ensure_filesystem(
+            [dev], scratch / "mnt", fs_type, [], f"fp{discard}", scratch / "fs.json", discard=discard
+        )
+        allocated = os.stat(image).st_blocks * 512
+        if discard:
+            assert allocated < 160 * MiB, "a discarding mkfs left the image whole: this test cannot tell"
+        else:
+            assert allocated >= 320 * MiB, f"{fs_type}'s mkfs left {allocated} of {320 * MiB} bytes allocated"
+        devices.release(scratch)
+        image.unlink(missing_ok=True)  # release may have removed it: the next round starts from a new one
+
+
 def test_a_bad_mkfs_option_names_the_tools_error(scratch):
     dev = devices.attach_loop_images(scratch / "images", 1, 64 * MiB)[0]
     with pytest.raises(devices.ToolError, match=r"mkfs.ext4 .*--no-such-option.* failed \(exit"):

@@ -132,6 +132,7 @@ def mkfs(cell: CellSpec, array_record: dict, workdir) -> dict:
         f"{fs['fingerprint']}/rep{cell.rep}",
         Path(workdir) / "filesystem.json",
         guard=lambda: arrays.check_writable(state, workdir),
+        discard=cell.array_spec["kind"] != "loop",  # a discard would punch holes in the preallocated images
     )
     seconds = time.perf_counter() - t0
     if made["made_now"]:

@@ -89,9 +89,9 @@ def attach_loop_images(images_dir, members: int, size: int) -> list[str]:
     """Loop devices for `members` preallocated images of `size` bytes, attached with direct I/O.
 
     Direct I/O on the loop device keeps the backing file's page cache out of the figures;
-    preallocation keeps the backing filesystem's block allocation out of raw measurements. Not yet out of a
-    filesystem's: mkfs discards the device, and the loop driver punches the image full of holes for it (a
-    256 MiB image held 8.6 MB after mkfs.ext4), so its writes allocate in the backing filesystem again.
+    preallocation keeps the backing filesystem's block allocation out of them, as long as no mkfs discards
+    the device (mkfs_argv's `discard`): the loop driver would punch the image full of holes for it (a 256 MiB
+    image held 8.6 MB after a discarding mkfs.ext4), and the writes would allocate in the backing filesystem.
     """
     images_dir = Path(images_dir).resolve()
     images_dir.mkdir(parents=True, exist_ok=True)
@@ -156,12 +156,28 @@ def probe(dev: str) -> dict:
     return {"type": info.get("TYPE", ""), "uuid": info.get("UUID", "")}
 
 
-def mkfs_argv(fs_type: str, options: list[str], devices: list[str]) -> list[str]:
-    return [*MKFS[fs_type], *options, *devices]
+def mkfs_argv(fs_type: str, options: list[str], devices: list[str], discard: bool = True) -> list[str]:
+    """The mkfs command. Without `discard` the tool leaves the device's blocks alone, as a loop member's
+    preallocated image needs (attach_loop_images); on a real device its discard (TRIM) stays, as a user's mkfs
+    does it. mke2fs keeps only its last -E, so nodiscard joins fsbench's own -E."""
+    argv = list(MKFS[fs_type])
+    if not discard:
+        if "-E" in argv:
+            argv[argv.index("-E") + 1] += ",nodiscard"
+        else:
+            argv.append("-K")  # mkfs.xfs and mkfs.btrfs: do not discard
+    return [*argv, *options, *devices]
 
 
 def ensure_filesystem(
-    devices: list[str], mountpoint, fs_type: str, options: list[str], fp: str, state_file, guard=lambda: None
+    devices: list[str],
+    mountpoint,
+    fs_type: str,
+    options: list[str],
+    fp: str,
+    state_file,
+    guard=lambda: None,
+    discard: bool = True,
 ) -> dict:
     """Make the filesystem unless the devices already hold this very one (same settings fingerprint).
 
@@ -174,7 +190,7 @@ def ensure_filesystem(
         return state | {"made_now": False}
     unmount(mountpoint)
     guard()  # the last word before a device is overwritten
-    argv = mkfs_argv(fs_type, options, devices)
+    argv = mkfs_argv(fs_type, options, devices, discard)
     Path(state_file).unlink(missing_ok=True)
     run(argv)
     made = probe(devices[0])
