@@ -601,9 +601,9 @@ FINDINGS = [
     "- **Starts apart.** The processes of a phase started within 1 ms of each other for ior-easy and mdtest-easy,"
     " 13-19 ms for ior-hard-write and mdtest-hard-write, on phases of 0.3-0.5 s (measured before each process set"
     " up ahead of the common start; not measured since).",
-    "- **find.** fsbench's find is its own walker in every process at once (scandir, no stat); IO500's pfind (the"
-    " peer where its tarball is found) reads every directory with 2 ranks stealing work from each other and stats"
-    " only the names matching `*01*`; both rates are files looked at over the time.",
+    "- **find.** fsbench's find is its own walker in every process at once (scandir; since io500 method 3 it stats"
+    " the names matching `*01*`, as pfind does); IO500's pfind (the peer where its tarball is found) reads every "
+    "directory with 2 ranks stealing work from each other; both rates are files looked at over the time.",
     "",
     "## GlusterFS: the client's own caches (measured by hand, 2026-12-05)",
     "",
@@ -645,46 +645,6 @@ FINDINGS = [
     "ior-hard-write 1.94, find 2.30, ior-easy-read 0.33 (first/second). Keeping freed memory from the host for "
     "10 minutes (page_reporting min_free_ms) did not change them. Not traced; the rotation of turns balances them "
     "in the medians only over whole rotations, and the ranges show them.",
-    "- **find.** fsbench's find is its own walker in every process at once (scandir, no stat); IO500's pfind (the"
-    " peer where its tarball is found) reads every directory with 2 ranks stealing work from each other and stats"
-    " only the names matching `*01*`; both rates are files looked at over the time.",
-    "",
-    "## GlusterFS: the client's own caches (measured by hand, 2026-12-05)",
-    "",
-    "- `drop_caches` empties the kernel's caches, not the GlusterFS client's own: md-cache (stat-prefetch), "
-    "io-cache, read-ahead, quick-read, open-behind, readdir-ahead and write-behind live in the userspace FUSE "
-    "client. The test volume (tools/slurm_local.py, `UNCACHED`) now has them all off, so a read or stat after the"
-    " drop reaches the brick, for both tools.",
-    "- **ior-easy-write** ran 1.8-4.3 x IOR's in every round of the last full run (client caches on). Both tools "
-    "time the same span: IOR's write figure is the data over the first open to the last close (ior.c: "
-    "`IOR_TIMER_OPEN_START` .. `IOR_TIMER_CLOSE_STOP`, its `-e` fsync inside `WriteOrRead`), fsbench's from its "
-    "first process's open to its last one's fsync and close. Measured again, the io500 pair alone on the test "
-    "volume (fsbench's campaign, then IOR's and mdtest's twelve runs, order alternating), blockSize 256 MiB: "
-    "client caches off 1.22, 0.92; caches on (Gluster's defaults) 1.21, 0.93. Only ior-easy-write (fsbench's "
-    "phase against IOR's command, sync and drop before each run, 3 paired rounds each): caches off 0.89, 1.02, "
-    "1.26; write-behind alone on 0.84, 0.88, 0.90; defaults 1.10, 0.76, 0.86. Not reproduced, with the caches on "
-    "or off. What differed in the last run is what ran before the pair (the full benchmark's block and metadata "
-    "phases on the same brick, on the same root disk): a guess, not measured.",
-    "",
-    "## The storage against itself, and what the session-10 changes did (measured 2026-12-05, quiet VM)",
-    "",
-    "- **Phase by phase, bigger, the peer twice.** Until session 10 fsbench's whole io500 campaign ran, then the "
-    "peer's twelve runs, minutes apart, at sizes where a phase lasted 5-50 ms on ext4-ram: a round's ratio swung "
-    "0.3-4.3. Now each phase runs fsbench's, the peer's and the peer's again before the next, the turns rotating, "
-    "at ten times the sizes on ext4-ram (SCALES), and 'peer again/peer' shows what the storage does to one tool.",
-    "- **ext4-ram moves IOR against itself more than the targets allow.** IOR twice, side by side, phase by phase, "
-    "5 rounds (io500 tunables of SCALES): ior-easy-write 0.92-5.59 (median 4.57: whichever wrote second ran up to "
-    "5.6 x slower), ior-hard-write 1.03-3.14, find 0.98-2.56, ior-easy-read 0.78-1.25; the mdtest phases 0.84-1.27. "
-    "Writing the whole image once before mkfs (every tmpfs page made) did not change it (ior-easy-write "
-    "1.01-5.74). One IOR ior-easy-write after another, each on a fresh folder, then deleted: 2.2, 2.2, 2.3, 1.9, "
-    "3.5, 3.6, 3.6, 0.78, 0.35 GiB/s, no page cache or dirty data left between them (/proc/meminfo). Where it lies: "
-    "fsbench's ior-easy-write nine times in a row (its records split the writes from the flush): the writes into "
-    "the page cache took 0.10-0.17 s every time, the fsync of the 1 GiB through the loop device 0.19-3.36 s, in "
-    "stretches of fast and of slow runs. Not the block layer's write-back throttling (wbt_lat_usec 0: the same), "
-    "nor fragmentation (9-15 extents per file in fast and slow runs alike), nor the loop device's direct I/O "
-    "(IOR with it off: 0.32-3.57 GiB/s). So the storage's own write-back, not a tool, moves the write figures; on "
-    "it a write or read ratio says little: the table's 'nor is the peer against itself' marks where the peer misses "
-    "too.",
     "- **find.** fsbench's find walked the names only; IO500's pfind also stats every name matching *01* (size "
     "and age). pfind on the peer's tree, 4 rounds, kiops: with IO500's predicates 1024, with the name alone 1317, "
     "with none 1830; fsbench's walker 2228. fsbench's find now does IO500's find (io500 method 3): 1.76 -> 0.88 "
