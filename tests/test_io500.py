@@ -4,6 +4,7 @@ real on a folder (stonewall and wear-out), and one small campaign on a loop-moun
 import copy
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -139,17 +140,17 @@ def test_find_finds_as_io500s_find_named_01_of_mdtest_hard_size_newer_than_the_t
     newer = timestamp(tmp_path).stat().st_mtime_ns
     hard = tmp_path / "mdtest-hard"
     for r in range(2):
-        for i in range(120):  # file.0.101 and file.1.101 match *01*; file.0.10 does not
-            (hard / ph.hard_name(r, i)).write_bytes(b"x" * ph.MDTEST_HARD_BYTES)
-    (hard / "file.0.101").write_bytes(b"short")  # the right name, the wrong size
-    (tmp_path / "mdtest-easy" / "rank0" / "file.1012").touch()  # the right name, empty: mdtest-easy's
-    old = hard / "file.9.201"
+        for i in range(120):  # file.mdtest.0.101 and file.mdtest.1.101 match *01*; file.mdtest.0.10 does not
+            (hard / ph.mdtest_name(r, i)).write_bytes(b"x" * ph.MDTEST_HARD_BYTES)
+    (hard / "file.mdtest.0.101").write_bytes(b"short")  # the right name, the wrong size
+    (tmp_path / "mdtest-easy" / "rank0" / "file.mdtest.0.1012").touch()  # the right name, empty: mdtest-easy's
+    old = hard / "file.mdtest.9.201"
     old.write_bytes(b"x" * ph.MDTEST_HARD_BYTES)
     os.utime(old, ns=(newer - 10**9, newer - 10**9))  # older than the timestamp
     rank0, rank1 = _find(tmp_path, 0, newer), _find(tmp_path, 1, newer)
     assert rank0 == (2 * 120 + 1 + 1 + 1, 1) and rank1 == (0, 0)  # looked at: hard, easy's one, old, ior-hard's file
     assert ph.find_matches(2, 120) == 2 and ph.find_matches(2, 15) == 0
-    assert ph.find_matches(1, 1000) == sum("01" in f"file.0.{i}" for i in range(1000)) == 9
+    assert ph.find_matches(1, 1000) == sum("01" in f"file.mdtest.0.{i}" for i in range(1000)) == 9
 
 
 def test_score_is_the_root_of_the_geometric_means_and_validity_follows_the_phases():
@@ -189,6 +190,11 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
     before, records = {"step": "prepare_array"}, {}
     for phase in ph.PHASES:
         before = records[phase] = launch.phase_step(cell, phase, before, [], tmp_path / "hosts")
+        if phase == "find":  # every mdtest file there, named as mdtest names it: file.mdtest.<rank>.<i>
+            easy = {(p.parent.name, re.sub(r"\d+$", "i", p.name)) for p in data.rglob("mdtest-easy/*/*")}
+            hard = {re.sub(r"\d+$", "i", p.name) for p in data.rglob("mdtest-hard/*")}
+            assert easy == {("rank0", "file.mdtest.0.i"), ("rank1", "file.mdtest.1.i")}
+            assert hard == {"file.mdtest.0.i", "file.mdtest.1.i"}
     for phase in ph.WRITES:
         procs = records[phase]["hosts"]["local"]["processes"]
         at_wall = [q["at_stonewall"] for q in procs]

@@ -202,15 +202,16 @@ def test_a_cell_is_compared_with_every_other_target_and_its_neighbouring_block_s
 
 def test_the_metadata_and_io500_method_versions_are_in_their_cells_params():
     """Version 2 (the per-file loop in C, workers bound to a CPU; the python engine's streams bound likewise), and
-    metadata's and io500's 3 (an empty file's read is its open and close; find stats what IO500's find stats),
-    re-measure cells measured before and start new history series for them; fio's cells keep their params."""
+    metadata's and io500's 3 (an empty file's read is its open and close; find stats what IO500's find stats) and
+    4 (files named as mdtest names them), re-measure cells measured before and start new history series for
+    them; fio's cells keep their params."""
     from fsbench.campaign.cells import IO500_TEST
 
     config = campaign(metadata={"files": 100}, io500={"processes": 1})
     plan = Plan(config)
     meta = next(t for t in plan.tests if t.startswith("meta-"))
-    assert plan.cell_spec("local", "a", "ext4", meta, "1")["method"] == 3
-    assert plan.cell_spec("local", "a", "ext4", IO500_TEST, "1")["method"] == 3
+    assert plan.cell_spec("local", "a", "ext4", meta, "1")["method"] == 4
+    assert plan.cell_spec("local", "a", "ext4", IO500_TEST, "1")["method"] == 4
     assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")["method"] == 2
     with_fio = Plan(campaign(io=config["io"] | {"engine": "fio"}))
     assert "method" not in with_fio.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")

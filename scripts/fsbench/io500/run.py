@@ -3,7 +3,8 @@ moment), and a phase across every host at once (launch: the all-hosts launcher o
 srun under Slurm, else this host alone), as one record.
 
 Layout under the target's io500 folder (root): ior-easy/file.<rank>, ior-hard/file (one shared file),
-mdtest-easy/rank<rank>/file.<i> (a directory per process), mdtest-hard/file.<rank>.<i> (one shared directory),
+mdtest-easy/rank<rank>/file.mdtest.<rank>.<i> (a directory per process), mdtest-hard/file.mdtest.<rank>.<i> (one
+shared directory; the files named as mdtest names them),
 .timestamp (made before the first phase, as IO500's timestampfile: find looks for files newer than it),
 and .sync/<phase>/ where the processes of a stonewalled write post how far each got (a file every host sees:
 the target is the filesystem they share), then all write on to the furthest (IOR's wear-out).
@@ -154,9 +155,9 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
         return start, run, end, state
     whose = rank if phase.endswith("write") else other
     if phase.startswith("mdtest-easy"):
-        folder, name = root / "mdtest-easy" / f"rank{whose}", "file.{i}"
+        folder, name = root / "mdtest-easy" / f"rank{whose}", ph.mdtest_name(whose, "{i}")
     else:
-        folder, name = root / "mdtest-hard", ph.hard_name(whose, "{i}")
+        folder, name = root / "mdtest-hard", ph.mdtest_name(whose, "{i}")
     op = {"write": "create", "stat": "stat", "read": "read", "delete": "delete"}[phase.rsplit("-", 1)[1]]
     size = ph.MDTEST_HARD_BYTES if phase.startswith("mdtest-hard") and op in ("create", "read") else 0
     files = FileLoop(op, folder, name, count=0, file_size=size, data=os.urandom(size))
