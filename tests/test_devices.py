@@ -1,6 +1,7 @@
 """Loop images, mkfs, mount and release, for real; and the guard that keeps fsbench off other devices."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,30 @@ def test_mkfs_without_discard_leaves_the_preallocated_image_whole(scratch, fs_ty
             assert allocated >= 320 * MiB, f"{fs_type}'s mkfs left {allocated} of {320 * MiB} bytes allocated"
         devices.release(scratch)
         image.unlink(missing_ok=True)  # release may have removed it: the next round starts from a new one
+
+
+def test_a_campaigns_own_extended_options_join_fsbenchs_and_win_where_both_set_one():
+    """mke2fs keeps only its last -E: a campaign's own would drop fsbench's (lazy init off, no discard on a loop)."""
+    argv = devices.mkfs_argv("ext4", ["-E", "stride=16", "-b", "4096", "-Elazy_itable_init=1"], ["/dev/x"], False)
+    extended = "lazy_itable_init=0,lazy_journal_init=0,nodiscard,stride=16,lazy_itable_init=1"
+    assert argv == ["mkfs.ext4", "-F", "-q", "-E", extended, "-b", "4096", "/dev/x"]
+    assert devices.mkfs_argv("ext2", [], ["/dev/x"]) == ["mkfs.ext2", "-F", "-q", "-E", "lazy_itable_init=0", "/dev/x"]
+    assert devices.mkfs_argv("xfs", ["-E"], ["/dev/x"], False) == ["mkfs.xfs", "-f", "-q", "-K", "-E", "/dev/x"]
+    assert devices.mkfs_argv("ext4", ["-E"], ["/dev/x"])[-2:] == ["-E", "/dev/x"]  # for mke2fs to refuse
+
+
+def test_with_a_campaigns_own_extended_option_mkfs_still_zeroes_its_tables_and_keeps_the_image_whole(scratch):
+    import subprocess
+
+    dev = devices.attach_loop_images(scratch / "images", 1, 320 * MiB)[0]
+    devices.ensure_filesystem(
+        [dev], scratch / "mnt", "ext4", ["-E", "stride=16"], "fp", scratch / "fs.json", discard=False
+    )
+    assert os.stat(scratch / "images" / "member0.img").st_blocks * 512 >= 320 * MiB  # nodiscard kept
+    dumped = subprocess.run(["dumpe2fs", dev], capture_output=True, text=True, check=True).stdout
+    groups = [line for line in dumped.splitlines() if re.match(r"Group \d+:", line)]
+    assert "RAID stride:              16" in dumped  # the campaign's option
+    assert groups and all("ITABLE_ZEROED" in g for g in groups)  # fsbench's: no ext4lazyinit while measuring
 
 
 def test_a_bad_mkfs_option_names_the_tools_error(scratch):

@@ -159,14 +159,33 @@ def probe(dev: str) -> dict:
 def mkfs_argv(fs_type: str, options: list[str], devices: list[str], discard: bool = True) -> list[str]:
     """The mkfs command. Without `discard` the tool leaves the device's blocks alone, as a loop member's
     preallocated image needs (attach_loop_images); on a real device its discard (TRIM) stays, as a user's mkfs
-    does it. mke2fs keeps only its last -E, so nodiscard joins fsbench's own -E."""
+    does it. mke2fs keeps only its last -E, so nodiscard and the campaign's own -E (`-E x=1` or `-Ex=1`) join
+    fsbench's -E, the campaign's last: where both set an option, the campaign's wins."""
     argv = list(MKFS[fs_type])
-    if not discard:
-        if "-E" in argv:
-            argv[argv.index("-E") + 1] += ",nodiscard"
-        else:
-            argv.append("-K")  # mkfs.xfs and mkfs.btrfs: do not discard
+    if "-E" not in argv:
+        return [*argv, *([] if discard else ["-K"]), *options, *devices]  # xfs, btrfs: -K, do not discard
+    options, extended = _extended_options(options)
+    extended = [argv[argv.index("-E") + 1], *([] if discard else ["nodiscard"]), *extended]
+    argv[argv.index("-E") + 1] = ",".join(extended)
     return [*argv, *options, *devices]
+
+
+def _extended_options(options: list[str]) -> tuple[list[str], list[str]]:
+    """mke2fs options without their -E, and what each -E gave (a -E at the end, with nothing after it, is left for
+    mke2fs to refuse)."""
+    rest, extended, i = [], [], 0
+    while i < len(options):
+        o = options[i]
+        if o == "-E" and i + 1 < len(options):
+            extended.append(options[i + 1])
+            i += 2
+            continue
+        if o.startswith("-E") and len(o) > 2:
+            extended.append(o[2:])
+        else:
+            rest.append(o)
+        i += 1
+    return rest, extended
 
 
 def ensure_filesystem(
