@@ -20,6 +20,7 @@ SMOKE=1: 3 stores per row, the targets not checked (a test runs it so a broken b
 table is printed, written to docs/bench-history.md, and the exit status is 1 if a target is missed.
 """
 
+import functools
 import os
 import platform
 import sys
@@ -69,6 +70,7 @@ def step_store(rng, factor: float, after: int, before: int = RUNS, wobbly: bool 
     return found, STEPPED, alarms
 
 
+@functools.cache  # two rows ask for the same bound (a 10 % step, 3 runs after it)
 def best_at_its_run(factor: float, after: int, before: int = RUNS, wobbly: bool = False, n: int = 200_000) -> float:
     """The share of such steps that any rule finds at exactly their run, at best: the rule that knows both levels
     and the noise and puts the cut where the likelihood is largest (the most probable run, given the values).
