@@ -659,10 +659,8 @@ FINDINGS = [
     "every page of the image written before a mkfs that does not discard (fill(), -E nodiscard): the fsync "
     "0.19-0.24 s in nine runs, IOR against itself at ior-easy-write 0.97-1.34, and the table above: 13 of 20 rows "
     "within target, against 8 of 20 before (the same day, 08:21 UTC).",
-    "- **Left on ext4-ram: turns.** IOR against itself, always the same one first (5 rounds, the image whole): "
-    "ior-hard-write 1.94, find 2.30, ior-easy-read 0.33 (first/second). Keeping freed memory from the host for "
-    "10 minutes (page_reporting min_free_ms) did not change them. Not traced; the rotation of turns balances them "
-    "in the medians only over whole rotations, and the ranges show them.",
+    "- **Left on ext4-ram: turns (explained in session 11, below).** IOR against itself, always the same one "
+    "first (5 rounds, the image whole): ior-hard-write 1.94, find 2.30, ior-easy-read 0.33 (first/second).",
     "- **find.** fsbench's find walked the names only; IO500's pfind also stats every name matching *01* (size "
     "and age). pfind on the peer's tree, 4 rounds, kiops: with IO500's predicates 1024, with the name alone 1317, "
     "with none 1830; fsbench's walker 2228. fsbench's find now does IO500's find (io500 method 3): 1.76 -> 0.88 "
@@ -672,12 +670,37 @@ FINDINGS = [
     "(metadata method 3): 1.07, and 1.04 in the table above.",
     "- **mdtest-hard-write before its flush.** The same records up to each process's last file: 1.07 of mdtest "
     "on ext4-ram (the flushed figure 0.60): the syncfs fsbench times and mdtest never does is the whole gap.",
-    "- **Block read, fsbench faster than IOR (1.54).** The same two 1 GiB files read with O_DIRECT, 1 MiB, 2 "
-    "streams, cold, 4 rounds: fsbench 8.42 GB/s, fio (2 jobs, bound to the two CPUs) 7.08, IOR 6.38 (-C 6.91). "
-    "fsbench reads faster than fio too here; why IOR is slowest is not traced.",
-    "- **md create 0.88, mdtest-easy-write 0.82-0.85.** strace -c: the same calls per file (one openat, one "
-    "close), 20 against 17 µs per openat under strace. Making fsbench's trees after the cache drop, as mdtest "
-    "makes its own, did not change it (0.86). Not explained.",
+    "## Session 11: the VM's memory, IOR's read, the names (measured 2026-12-05, quiet VM)",
+    "",
+    "- **This VM hands freed memory back to its host** (free page reporting), and a page the host took back is "
+    "made anew at its next use. Buffered 1 GiB reads on ext4-ram after a cache drop, 10 in a row: 1.6-7.8 GB/s, "
+    "with 0.6 GiB reported to the host at some of the drops; with reporting held (page_reporting_order 11) 7.5-9.4 "
+    "(one 3.4) and nothing reported. In the io500 rounds before, a phase through the page cache swung between "
+    "turns of one tool: IOR against itself at ior-easy-read 0.27-5.17, ior-hard-read 0.69-5.98 (10:37 UTC run); "
+    "an extra, uncounted first turn did not steady them. bench-peers now holds the reporting while it measures "
+    "and puts it back after: IOR against itself 0.94-1.12 and 1.00-1.31 at those phases (11:05 UTC run, above).",
+    "- **Block read: IOR read without the drop.** IOR wrote and read in one run, so its read came right after its "
+    "write; fsbench's came after a cache drop. On ext4-ram (2 x 2 GiB, O_DIRECT, 1 MiB, 6 rounds) IOR's read "
+    "ran at 6.77 GB/s in one run and at 9.20 GB/s as a run of its own after a drop. A sync alone changed "
+    "nothing, the drop alone all of it. IOR's block write and read are now two runs with the drop between, as "
+    "IO500 runs ior-easy: the block read's 1.49 became 1.15, then 1.07.",
+    "- **Block read: fsbench's buffer is in huge pages.** The python engine's buffers are aligned to and ask for "
+    "2 MiB pages, so one O_DIRECT call of 1 MiB reaches the loop device as one request. IOR's and fio's make 1.75-2 "
+    "(the device's read count over the calls). On the same two 2 GiB files, 4 rounds: fsbench 10.69 GB/s, "
+    "fsbench with transparent huge pages off 9.77 (2.0 requests a call), fio (2 jobs bound to the 2 CPUs) 9.39, "
+    "IOR -C 9.16. On this CPU-bound RAM device fewer requests is more speed: the 1.07 left is fsbench's, not "
+    "bent away.",
+    "- **md create: the files' names.** fsbench named its files `f<i>`, mdtest `file.mdtest.<rank>.<i>`. On ext4 a "
+    "name's shape moves the create rate (the directory's hash order): 2 processes x 20,000 empty files, a C loop "
+    "of open/close, 4-6 rounds, kfiles/s: %ld 93, f%ld 103, file.%ld 107, file.mdtest.R.%ld 117-118, "
+    "18 x's then %ld 123; on tmpfs 316-356 with no such trend. O_EXCL, O_CLOEXEC, the mode and O_RDWR against "
+    "O_WRONLY changed nothing (104 against 102, 118 against 118). fsbench's metadata and io500 files are now "
+    "named as mdtest's (method 4): md create 0.85 -> 0.96-1.00.",
+    "- **find 0.79 on ext4-ram.** 60,003 files looked at in 72-77 ms (pfind 61 ms). fsbench's first process "
+    "walks its own easy directory, the shared hard one and the ior folders (40,003), the second its easy one "
+    "(20,000), in 0.072 and 0.060 s; pfind also reads a directory in one rank (it splits one only with -H, "
+    "which IO500 does not give it) but hands the stats of matching names to the other. Not traced further: at "
+    "this size a phase is a few tens of ms.",
     "",
     "## Not explained here",
     "",
@@ -685,9 +708,8 @@ FINDINGS = [
     "fsbench's only where the peer holds to itself (its column near 1, its range narrow).",
     "- GlusterFS: the io500 ior reads (and in some runs ior-hard-write) miss where the peer misses against itself "
     "too: the FUSE client and one brick on the root disk, under three tools' data.",
-    "- ext4-ram, where the peer holds to itself (09:17 UTC run): block read 1.49 (fsbench faster; fio between, "
-    "above), md create 0.85 (the same calls per file), find 0.88 (with IO500's stats; before them 1.76), "
-    "mdtest-hard-stat 0.87 (1.02 and 0.99 in the two runs before).",
+    "- ext4-ram, where the peer holds to itself (11:05 UTC run): find 0.79 (above). mdtest-hard-write 0.50 is "
+    "its syncfs (before its flush 0.97); block read 1.07 is the huge-page buffer (above).",
     "",
 ]
 
