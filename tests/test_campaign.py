@@ -7,6 +7,7 @@ import math
 import shutil
 import socket
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -149,6 +150,8 @@ def test_summary_plots_and_provenance(seed_run):
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["host"]["kernel"] and prov["host"]["tools"]["mkfs.xfs"]
     assert list(prov["machines"]) == [socket.gethostname()] and prov["machines"][socket.gethostname()]["cpus"] > 0
+    thp = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    assert f"[{prov['machines'][socket.gethostname()]['transparent_hugepage']}]" in thp  # the mode in brackets
     demo = prov["arrays"]["demo"]
     assert demo["devices"][0]["loop_direct_io"] == "1"
     ext3 = demo["targets"]["ext3"]

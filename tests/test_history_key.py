@@ -24,7 +24,15 @@ BASE = {
 def provenance(device="/dev/loop3", mount="rw,relatime", kernel="6.8.0", fio="fio-3.33", array="demo"):
     return {
         "host": {"kernel": kernel, "tools": {"fio": fio, "mkfs.ext4": "mke2fs 1.47.0 (5-Feb-2023)\nUsing EXT2FS"}},
-        "machines": {"h": {"host": "h", "kernel": kernel, "distribution": "Debian 12", "cpu": "EPYC"}},
+        "machines": {
+            "h": {
+                "host": "h",
+                "kernel": kernel,
+                "distribution": "Debian 12",
+                "cpu": "EPYC",
+                "transparent_hugepage": "madvise",
+            }
+        },
         "arrays": {
             array: {
                 "spec": {"kind": "loop", "members": 1, "size": 2**26, "level": None, "chunk": 524288},
@@ -194,6 +202,7 @@ def test_context_holds_the_machine_tools_and_the_campaigns_own_fields():
     assert ctx["kernel"] == "6.8.0" and ctx["fio"] == "fio-3.33" and ctx["mkfs.ext4"] == "mke2fs 1.47.0 (5-Feb-2023)"
     assert ctx["firmware"] == "2.1.4" and ctx["campaign"] == "c" and ctx["date"] == "2024-01-01"
     assert ctx["scratch"] == "/var/tmp/fsbench-key"
+    assert ctx["transparent_hugepage"] == "madvise" and ctx["page_reporting_order"] == ""  # a record without it
     later = copy.deepcopy(ctx) | {"kernel": "6.9.1", "firmware": "2.2.0", "campaign": "d"}
     assert changes.context_changed(ctx, later) == "firmware 2.1.4 → 2.2.0; kernel 6.8.0 → 6.9.1"
 

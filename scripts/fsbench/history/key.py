@@ -167,6 +167,8 @@ def context_of(row: dict, cell: dict, provenance: dict, settings: dict, extra: d
         "kernel": machine.get("kernel", ""),
         "distribution": machine.get("distribution", ""),
         "cpu": machine.get("cpu", ""),
+        "transparent_hugepage": machine.get("transparent_hugepage", ""),
+        "page_reporting_order": machine.get("page_reporting_order", ""),
         "fsbench": version,
         "cpu_governor": governor,
     }

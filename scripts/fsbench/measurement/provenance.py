@@ -40,8 +40,23 @@ def _mem_bytes() -> int:
     return 0
 
 
+def _setting(path: str) -> str:
+    """A kernel setting as read ("[madvise]" of "always [madvise] never" for a choice), "" where there is none."""
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return ""
+    chosen = [word[1:-1] for word in text.split() if word.startswith("[") and word.endswith("]")]
+    return chosen[0] if chosen else text
+
+
 def machine() -> dict:
-    """The machine a measurement ran on, cheap enough to note in every record (no tool is run)."""
+    """The machine a measurement ran on, cheap enough to note in every record (no tool is run).
+
+    Two memory settings that moved figures here: transparent huge pages (the python engine's buffers ask for
+    them: with them a 1 MiB O_DIRECT call is one request, without them two) and free page reporting (a VM that
+    hands freed memory back to its host makes a page anew at its next use: buffered reads after a cache drop
+    swung 1.6-9.4 GB/s; docs/bench-peers.md). Where the kernel has no such setting, ""."""
     return {
         "host": socket.gethostname(),
         "kernel": platform.release(),
@@ -50,6 +65,8 @@ def machine() -> dict:
         "cpu": _cpu(),
         "cpus": os.cpu_count(),
         "memory_bytes": _mem_bytes(),
+        "transparent_hugepage": _setting("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "page_reporting_order": _setting("/sys/module/page_reporting/parameters/page_reporting_order"),
     }
 
 
