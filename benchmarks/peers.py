@@ -483,6 +483,9 @@ def memory_kept() -> str:
         yield "this kernel has no free page reporting"
         return
     before = PAGE_REPORTING.read_text().strip()
+    if before == "11":  # held already (another run's, which puts it back): not ours to put back
+        yield "free page reporting held while measuring (page_reporting_order 11 already)"
+        return
     PAGE_REPORTING.write_text("11")
     try:
         yield f"free page reporting held while measuring (page_reporting_order {before} -> 11, put back after)"
@@ -696,11 +699,13 @@ FINDINGS = [
     "18 x's then %ld 123; on tmpfs 316-356 with no such trend. O_EXCL, O_CLOEXEC, the mode and O_RDWR against "
     "O_WRONLY changed nothing (104 against 102, 118 against 118). fsbench's metadata and io500 files are now "
     "named as mdtest's (method 4): md create 0.85 -> 0.96-1.00.",
-    "- **find 0.79 on ext4-ram.** 60,003 files looked at in 72-77 ms (pfind 61 ms). fsbench's first process "
-    "walks its own easy directory, the shared hard one and the ior folders (40,003), the second its easy one "
-    "(20,000), in 0.072 and 0.060 s; pfind also reads a directory in one rank (it splits one only with -H, "
-    "which IO500 does not give it) but hands the stats of matching names to the other. Not traced further: at "
-    "this size a phase is a few tens of ms.",
+    "- **find 0.79 on ext4-ram: Python's loop.** 60,003 files looked at in 72-77 ms (pfind 61 ms): fsbench's "
+    "first process walks its own easy directory, the shared hard one and the ior folders (40,003), the second its "
+    "easy one (20,000), in 0.072 and 0.060 s; pfind too reads a directory in one rank (it splits one only with "
+    "-H, which IO500 does not give it). fsbench's scandir loop and fnmatch per name cost about as much as the "
+    "walk: os.listdir alone of 40,000 names took 17-41 ms on tmpfs. The walk is now in C (loops.c's fsb_scan, "
+    "io500 method 4): the same trees, 6 rounds side by side, fsbench/pfind 0.99-1.63, median 1.11; its processes "
+    "0.041-0.063 and 0.027-0.039 s.",
     "",
     "## Not explained here",
     "",
@@ -708,8 +713,9 @@ FINDINGS = [
     "fsbench's only where the peer holds to itself (its column near 1, its range narrow).",
     "- GlusterFS: the io500 ior reads (and in some runs ior-hard-write) miss where the peer misses against itself "
     "too: the FUSE client and one brick on the root disk, under three tools' data.",
-    "- ext4-ram, where the peer holds to itself (11:05 UTC run): find 0.79 (above). mdtest-hard-write 0.50 is "
-    "its syncfs (before its flush 0.97); block read 1.07 is the huge-page buffer (above).",
+    "- ext4-ram: a find of 60,000 files lasts 40-80 ms, too short to judge 0.9-1.1 by (the range column). "
+    "mdtest-hard-write's miss is its syncfs (the row before its flush meets the target); block read's, the "
+    "huge-page buffer (above).",
     "",
 ]
 

@@ -51,7 +51,10 @@ def test_every_phase_has_both_figures_and_a_ratio():
         assert float(fsb.split()[0].rstrip("k")) > 0 and float(peer.split()[0].rstrip("k")) > 0
         assert float(ratio) > 0 and float(control) > 0
         assert met in ("met", "not met", "not met; nor is the peer against itself")
-    assert "mdtest -F -P -u -L -n 200 -T -d DIR" in proc.stdout and "--posix.odirect -F -C -e" in proc.stdout
+    assert "mdtest -F -P -u -L -n 200 -T -d DIR" in proc.stdout
+    # IOR's block write and read: two runs, the caches dropped between, as before fsbench's read
+    assert "--posix.odirect -F -w -e -k" in proc.stdout and "--posix.odirect -F -r -C" in proc.stdout
+    assert "Memory: " in proc.stdout  # whether this VM's free page reporting was held
     assert "-t 47008 -b 47008 -s 20" in proc.stdout and "-w 3901 -e 3901" in proc.stdout
     pfind = [REPO.parent / "shared" / "peers" / PFIND, Path("/var/tmp/fsbench-peers") / PFIND]
     if any(p.exists() for p in pfind):  # find's peer is IO500's pfind, run as IO500's phase_find runs it

@@ -153,6 +153,26 @@ def test_find_finds_as_io500s_find_named_01_of_mdtest_hard_size_newer_than_the_t
     assert ph.find_matches(1, 1000) == sum("01" in f"file.mdtest.0.{i}" for i in range(1000)) == 9
 
 
+def test_the_scanner_looks_at_regular_files_stats_only_matching_names_and_hands_back_subdirectories(tmp_path):
+    from fsbench.engines.loops import Scanner
+
+    (tmp_path / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "x01").write_bytes(b"abc")  # matches, right size, new
+    (tmp_path / "x02").write_bytes(b"abc")  # the wrong name
+    (tmp_path / "y01").write_bytes(b"ab")  # the wrong size
+    (tmp_path / "link01").symlink_to(tmp_path / "x01")  # not a regular file: not looked at
+    old = tmp_path / "z01"
+    old.write_bytes(b"abc")
+    os.utime(old, ns=(10**18, 10**18))
+    newer = 10**18 + 1  # after z01, before the others (made now, after 2001-09-09)
+    looked, found, subdirs = Scanner("*01*", 3, newer).scan(str(tmp_path))
+    assert (looked, found, subdirs) == (4, 1, [str(tmp_path / "sub")])
+    with pytest.raises(OSError, match="No buffer space"):  # its subdirectories' names do not fit
+        Scanner("*01*", 3, newer, dirs_cap=2).scan(str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        Scanner("*01*", 3, newer).scan(str(tmp_path / "nowhere"))
+
+
 def test_score_is_the_root_of_the_geometric_means_and_validity_follows_the_phases():
     values = dict(zip(ph.PHASES, [2.0, 10.0, 0.5, 5.0, 100.0, 4.0, 50.0, 1.0, 40.0, 20.0, 8.0, 16.0], strict=True))
     figures = {p: ph.Figure(p, v, 1.0, True, "") for p, v in values.items()}

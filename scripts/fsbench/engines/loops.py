@@ -127,6 +127,12 @@ class FilesOut(ctypes.Structure):
     ]
 
 
+class ScanOut(ctypes.Structure):
+    """struct fsb_scan_out of loops.c: what one directory held."""
+
+    _fields_ = [("looked", ctypes.c_int64), ("found", ctypes.c_int64), ("dirs_len", ctypes.c_int64)]
+
+
 def _name(flags: list[str]) -> str:
     return f"loops-{hashlib.sha256(SOURCE.read_bytes() + ' '.join(flags).encode()).hexdigest()[:16]}.so"
 
@@ -173,8 +179,11 @@ def load() -> ctypes.CDLL:
         if lib.fsb_sub_bits() != SUB_BITS:
             raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
         lib.fsb_files.argtypes = [ctypes.POINTER(Files), ctypes.POINTER(FilesOut)]
+        c = ctypes
+        lib.fsb_scan.argtypes = [c.c_char_p, c.c_char_p, c.c_int64, c.c_int64, c.c_void_p, c.c_int64, c.c_void_p]
         sizes = (IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out), (Files, lib.fsb_sizeof_files)
-        for struct, size in (*sizes, (FilesOut, lib.fsb_sizeof_files_out)):
+        outs = (FilesOut, lib.fsb_sizeof_files_out), (ScanOut, lib.fsb_sizeof_scan_out)
+        for struct, size in (*sizes, *outs):
             size.restype = ctypes.c_int64
             if size() != ctypes.sizeof(struct):
                 raise RuntimeError(
@@ -282,3 +291,24 @@ class FileLoop:
                 raise WrongSize(path, out.short_result, self.spec.file_size)
             raise OSError(out.error, os.strerror(out.error), path)
         return out.done
+
+
+class Scanner:
+    """IO500's find, one directory at a time (loops.c's fsb_scan): regular files looked at, those whose names match
+    `pattern` (fnmatch) lstat'ed and found when they hold `size` bytes and are newer than `newer_ns`."""
+
+    def __init__(self, pattern: str, size: int, newer_ns: int, dirs_cap: int = 1 << 20):
+        self.pattern, self.size, self.newer_ns = os.fsencode(pattern), size, newer_ns
+        self._dirs = ctypes.create_string_buffer(dirs_cap)
+        load()
+
+    def scan(self, path: str) -> tuple[int, int, list[str]]:
+        """(looked at, found, the subdirectories' paths) of one directory."""
+        out = ScanOut()
+        err = load().fsb_scan(
+            os.fsencode(path), self.pattern, self.size, self.newer_ns, self._dirs, len(self._dirs), ctypes.byref(out)
+        )
+        if err:
+            raise OSError(err, os.strerror(err), path)
+        names = self._dirs.raw[: out.dirs_len].split(b"\0")[:-1]
+        return out.looked, out.found, [os.path.join(path, os.fsdecode(n)) for n in names]

@@ -75,6 +75,8 @@ ENGINES = {
 # only the walk: without those stats its rate ran 1.8 x pfind's (docs/bench-peers.md).
 # 4 (both): files named as mdtest names them (file.mdtest.<rank>.<i>). On ext4 a name's shape moves the rate: two
 # processes made 20,000 empty files each at 102k/s named f<i> and 118k/s named as mdtest's (htree hash order).
+# io500 4 also walks find's directories in C (loops.c's fsb_scan): Python's loop and fnmatch per name took about
+# as long as the walk.
 METADATA_METHOD = 4
 IO500_METHOD = 4
 

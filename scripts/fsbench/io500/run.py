@@ -11,7 +11,6 @@ the target is the filesystem they share), then all write on to the furthest (IOR
 """
 
 import ctypes
-import fnmatch
 import json
 import multiprocessing
 import os
@@ -20,7 +19,7 @@ import time
 from pathlib import Path
 
 from fsbench.cluster.hosts import short_hostname
-from fsbench.engines.loops import FileLoop, WrongSize
+from fsbench.engines.loops import FileLoop, Scanner, WrongSize
 from fsbench.engines.loops import load as load_loops
 from fsbench.io500 import phases as ph
 from fsbench.storage import cache
@@ -178,22 +177,18 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
 
 def _find(root: Path, rank: int, newer_ns: int) -> tuple[int, int]:
     """fsbench's walker: this rank's share of the names (its own easy directory; rank 0 also the shared hard
-    directory and the ior folders), by scandir. IO500's find: a file whose name matches FIND_NAME is stat'ed and
-    found when it has mdtest-hard's size and is newer than the timestamp; the others are only counted. Like
-    IO500's pfind, whose rate is the files it looked at (ior's too) over its time. (looked at, found)"""
+    directory and the ior folders), a directory at a time in C (loops.c's fsb_scan). IO500's find: a file whose
+    name matches FIND_NAME is stat'ed and found when it has mdtest-hard's size and is newer than the timestamp;
+    the others are only counted. Like IO500's pfind, whose rate is the files it looked at (ior's too) over its
+    time. (looked at, found)"""
     tops = [root / "mdtest-easy" / f"rank{rank}"]
     tops += [root / "mdtest-hard", root / "ior-easy", root / "ior-hard"] if rank == 0 else []
-    count, found, todo = 0, 0, list(tops)
+    scanner = Scanner(ph.FIND_NAME, ph.MDTEST_HARD_BYTES, newer_ns)
+    count, found, todo = 0, 0, [str(t) for t in tops]
     while todo:
-        with os.scandir(todo.pop()) as entries:
-            for e in entries:
-                if e.is_dir(follow_symlinks=False):
-                    todo.append(e.path)
-                elif e.is_file(follow_symlinks=False):
-                    count += 1
-                    if fnmatch.fnmatchcase(e.name, ph.FIND_NAME):
-                        st = e.stat(follow_symlinks=False)
-                        found += st.st_size == ph.MDTEST_HARD_BYTES and st.st_mtime_ns > newer_ns
+        looked, matched, subdirs = scanner.scan(todo.pop())
+        count, found = count + looked, found + matched
+        todo += subdirs
     return count, found
 
 
