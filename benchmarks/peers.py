@@ -473,7 +473,7 @@ PAGE_REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_orde
 
 
 @contextlib.contextmanager
-def memory_kept() -> str:
+def memory_kept():
     """While it lasts, this VM hands no freed memory back to its host (free page reporting, where the kernel has it:
     only free blocks of at least 2^page_reporting_order pages are reported; 11 is above the largest). A page the
     host took back is made anew at its next use: measured, buffered 1 GiB reads after a cache drop, 10 in a row,
