@@ -33,6 +33,7 @@ Prints the tables and writes them to docs/bench-engines.md. About 8 minutes. SMO
 under a tempdir in /dev/shm and releases it (and removes the image) at the end, also on failure.
 """
 
+import contextlib
 import json
 import os
 import platform
@@ -49,6 +50,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
+
+from vm import memory_kept  # noqa: E402  (benchmarks/vm.py)
 
 from fsbench.campaign.cells import LOCAL, CellSpec, array_dir  # noqa: E402
 from fsbench.campaign.cells import Cell as CampaignCell  # noqa: E402
@@ -371,7 +374,7 @@ def rate_text(value: float, iops: bool) -> str:
     return f"{value / 1e3:.1f}k IOPS" if iops else f"{value / 1e6:.0f} MB/s"
 
 
-def render_judged(figures: dict, load: float, load_end: float, started: datetime) -> str:
+def render_judged(figures: dict, load: float, load_end: float, started: datetime, memory: str) -> str:
     host = f"{platform.node()}, {platform.machine()}, {os.cpu_count()} CPUs, kernel {platform.release()}"
     fio_seq = " ".join(fio_argv("<dev>", "write|read", "<bs>", SIZE)).replace(" --end_fsync=1", " [--end_fsync=1]")
     lines = [
@@ -391,7 +394,7 @@ def render_judged(figures: dict, load: float, load_end: float, started: datetime
         f"Goal (issue 12): python/fio ≥ {BW_GOAL} at bs ≥ 64 KiB, within {IOPS_GOAL:.0%} at 4 KiB random. CPU "
         "s/GB = user + system CPU per 10^9 bytes: getrusage of this process around the python call (its set-up "
         "included: data pool, offset list), RUSAGE_CHILDREN around fio (its start-up included); the loop driver's "
-        "kernel workers are in neither.",
+        f"kernel workers are in neither. Memory: {memory}.",
         "",
         "| measurement | fio (reference) | python | python/fio | range | goal | met | python CPU s/GB | fio CPU s/GB |",
         "| --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: |",
@@ -424,6 +427,9 @@ def main() -> int:
     started, load = datetime.now(UTC), os.getloadavg()[0]
     scratch = Path(tempfile.mkdtemp(prefix="fsbench-bench-engines-", dir="/dev/shm"))
     try:
+        stack = contextlib.ExitStack()
+        memory = stack.enter_context(memory_kept())
+        log(memory)
         # The campaign's own array (prepare_array, as its rule runs it): both paths measure on its device.
         spec = campaign(scratch)["arrays"][ARRAY]
         record = steps.prepare_array(spec, ARRAY, LOCAL, array_dir(str(scratch), CAMPAIGN, ARRAY))
@@ -436,8 +442,9 @@ def main() -> int:
     finally:
         devices.release(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
+        stack.close()
     end_load = os.getloadavg()[0]
-    text = render_judged(figures, load, end_load, started) + "\n" + render_campaign(through)
+    text = render_judged(figures, load, end_load, started, memory) + "\n" + render_campaign(through)
     print(text)
     if SMOKE:
         log("SMOKE=1: nothing written")
