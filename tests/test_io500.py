@@ -134,7 +134,7 @@ def test_wear_out_writes_on_to_the_furthest_but_not_past_the_limit():
 
 
 def test_find_finds_as_io500s_find_named_01_of_mdtest_hard_size_newer_than_the_timestamp(tmp_path):
-    from fsbench.io500.run import _find, prepare, timestamp
+    from fsbench.io500.run import _find, finder, prepare, timestamp
 
     prepare(tmp_path, 2)
     newer = timestamp(tmp_path).stat().st_mtime_ns
@@ -147,7 +147,7 @@ def test_find_finds_as_io500s_find_named_01_of_mdtest_hard_size_newer_than_the_t
     old = hard / "file.mdtest.9.201"
     old.write_bytes(b"x" * ph.MDTEST_HARD_BYTES)
     os.utime(old, ns=(newer - 10**9, newer - 10**9))  # older than the timestamp
-    rank0, rank1 = _find(tmp_path, 0, newer), _find(tmp_path, 1, newer)
+    rank0, rank1 = _find(tmp_path, 0, finder(newer)), _find(tmp_path, 1, finder(newer))
     assert rank0 == (2 * 120 + 1 + 1 + 1, 1) and rank1 == (0, 0)  # looked at: hard, easy's one, old, ior-hard's file
     assert ph.find_matches(2, 120) == 2 and ph.find_matches(2, 15) == 0
     assert ph.find_matches(1, 1000) == sum("01" in f"file.mdtest.0.{i}" for i in range(1000)) == 9

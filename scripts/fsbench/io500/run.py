@@ -175,15 +175,19 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
     return (lambda: None), run, end, state
 
 
-def _find(root: Path, rank: int, newer_ns: int) -> tuple[int, int]:
+def finder(newer_ns: int) -> Scanner:
+    """IO500's find's scanner (set up before the start line: its buffer and the library's load are no walk)."""
+    return Scanner(ph.FIND_NAME, ph.MDTEST_HARD_BYTES, newer_ns)
+
+
+def _find(root: Path, rank: int, scanner: Scanner) -> tuple[int, int]:
     """fsbench's walker: this rank's share of the names (its own easy directory; rank 0 also the shared hard
     directory and the ior folders), a directory at a time in C (loops.c's fsb_scan). IO500's find: a file whose
     name matches FIND_NAME is stat'ed and found when it has mdtest-hard's size and is newer than the timestamp;
-    the others are only counted. Like IO500's pfind, whose rate is the files it looked at (ior's too) over its
-    time. (looked at, found)"""
+    the others are only counted (`scanner`: finder()). Like IO500's pfind, whose rate is the files it looked at
+    (ior's too) over its time. (looked at, found)"""
     tops = [root / "mdtest-easy" / f"rank{rank}"]
     tops += [root / "mdtest-hard", root / "ior-easy", root / "ior-hard"] if rank == 0 else []
-    scanner = Scanner(ph.FIND_NAME, ph.MDTEST_HARD_BYTES, newer_ns)
     count, found, todo = 0, 0, [str(t) for t in tops]
     while todo:
         looked, matched, subdirs = scanner.scan(todo.pop())
@@ -200,10 +204,10 @@ def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: f
     p = spec["io500"]["processes"]
     cpu = {"cpu": pin_to_cpu(rank % p, p)}
     if phase == "find":
-        newer_ns = timestamp(root).stat().st_mtime_ns
+        scanner = finder(timestamp(root).stat().st_mtime_ns)
         time.sleep(max(0.0, start_at - time.time()))
         t0 = time.time()
-        count, found = _find(root, rank, newer_ns)
+        count, found = _find(root, rank, scanner)
         t1 = time.time()
         return {
             "rank": rank,
