@@ -33,6 +33,13 @@ PER_FILE_OVERHEAD = 4096
 BLOCK = 4096
 
 
+def mdtest_name(rank: int, i: int | str) -> str:
+    """A process's file i, named as mdtest names it (this metadata test's and io500's mdtest phases'): on ext4 the
+    names' shape moved the create rate by 15 % and more, their order in the directory's hash (metadata and io500
+    method 4, engines.table). With i "{i}", the pattern fsbench.engines.loops.FileLoop fills in."""
+    return f"file.mdtest.{rank}.{i}"
+
+
 def space_needed(files: int, file_size: int) -> int:
     """Bytes `files` files take at most: each rounded up to whole 4 KiB blocks, plus an inode and an entry."""
     return files * (-(-file_size // BLOCK) * BLOCK + PER_FILE_OVERHEAD)
@@ -60,16 +67,13 @@ class MetaJob:
     def tree(self, stream: int) -> Path:
         return Path(self.root) / f"stream{stream}"
 
-    # File i of stream s's tree, d = i % dirs (as fsbench.engines.loops.FileLoop makes it), named as mdtest names
-    # its files: on ext4 the names' shape moved the create rate by 15 % (metadata method 4, engines.table).
-    NAME = "d{d}/file.mdtest.{s}.{i}"
-
     def where(self, stream: int) -> tuple[str, str]:
-        """Where stream's files are: its tree, and their names under it."""
-        return str(self.tree(stream)), self.NAME.replace("{s}", str(stream))
+        """Where stream's files are: its tree, and their names under it: file i in d{i % dirs}, named as mdtest
+        names it (as fsbench.engines.loops.FileLoop makes it)."""
+        return str(self.tree(stream)), f"d{{d}}/{mdtest_name(stream, '{i}')}"
 
     def path(self, stream: int, i: int) -> str:
-        return str(self.tree(stream) / self.NAME.format(s=stream, i=i, d=i % self.dirs))
+        return str(self.tree(stream) / f"d{i % self.dirs}" / mdtest_name(stream, i))
 
     @property
     def total_files(self) -> int:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from fsbench.campaign import config
+from fsbench.engines.metadata import mdtest_name
 
 # The run order of io500.sh / src/main.c.
 PHASES = (
@@ -42,13 +43,6 @@ GIB = 2**30
 # IO500's find (src/phase_find.c): files named like this, of mdtest-hard's size, newer than the run's timestamp
 # file. Only a name that matches is stat'ed, so the figure is the walk plus those stats, as pfind's.
 FIND_NAME = "*01*"
-
-
-def mdtest_name(rank: int, i: int | str) -> str:
-    """A process's file i in the mdtest phases, named as mdtest names it (on ext4 the names' shape moves create and
-    stat rates by 15 % and more: their order in the directory's hash). With i "{i}", the pattern
-    fsbench.engines.loops.FileLoop fills in."""
-    return f"file.mdtest.{rank}.{i}"
 
 
 def find_matches(nprocs: int, hard_files: int) -> int:
