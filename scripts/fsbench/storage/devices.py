@@ -165,8 +165,8 @@ def mkfs_argv(fs_type: str, options: list[str], devices: list[str], discard: boo
     if "-E" not in argv:
         return [*argv, *([] if discard else ["-K"]), *options, *devices]  # xfs, btrfs: -K, do not discard
     options, extended = _extended_options(options)
-    extended = [argv[argv.index("-E") + 1], *([] if discard else ["nodiscard"]), *extended]
-    argv[argv.index("-E") + 1] = ",".join(extended)
+    at = argv.index("-E") + 1
+    argv[at] = ",".join([argv[at], *([] if discard else ["nodiscard"]), *extended])
     return [*argv, *options, *devices]
 
 
