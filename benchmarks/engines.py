@@ -33,7 +33,6 @@ Prints the tables and writes them to docs/bench-engines.md. About 8 minutes. SMO
 under a tempdir in /dev/shm and releases it (and removes the image) at the end, also on failure.
 """
 
-import contextlib
 import json
 import os
 import platform
@@ -425,24 +424,22 @@ def main() -> int:
         print("bench-engines needs fio on PATH", file=sys.stderr)
         return 1
     started, load = datetime.now(UTC), os.getloadavg()[0]
-    scratch = Path(tempfile.mkdtemp(prefix="fsbench-bench-engines-", dir="/dev/shm"))
-    try:
-        stack = contextlib.ExitStack()
-        memory = stack.enter_context(memory_kept())
+    with memory_kept() as memory:
         log(memory)
-        # The campaign's own array (prepare_array, as its rule runs it): both paths measure on its device.
-        spec = campaign(scratch)["arrays"][ARRAY]
-        record = steps.prepare_array(spec, ARRAY, LOCAL, array_dir(str(scratch), CAMPAIGN, ARRAY))
-        dev = record["state"]["devices"][0]
-        log(f"{dev} over {scratch}: written once in full before measuring")
-        python("write", seq_job(dev, 4 * MiB))  # allocate every page of the image, warm fio's files
-        fio(dev, "read", MiB, SIZE)
-        figures = judged(dev)
-        through = through_campaign(scratch, record, dev)
-    finally:
-        devices.release(scratch)
-        shutil.rmtree(scratch, ignore_errors=True)
-        stack.close()
+        scratch = Path(tempfile.mkdtemp(prefix="fsbench-bench-engines-", dir="/dev/shm"))
+        try:
+            # The campaign's own array (prepare_array, as its rule runs it): both paths measure on its device.
+            spec = campaign(scratch)["arrays"][ARRAY]
+            record = steps.prepare_array(spec, ARRAY, LOCAL, array_dir(str(scratch), CAMPAIGN, ARRAY))
+            dev = record["state"]["devices"][0]
+            log(f"{dev} over {scratch}: written once in full before measuring")
+            python("write", seq_job(dev, 4 * MiB))  # allocate every page of the image, warm fio's files
+            fio(dev, "read", MiB, SIZE)
+            figures = judged(dev)
+            through = through_campaign(scratch, record, dev)
+        finally:
+            devices.release(scratch)
+            shutil.rmtree(scratch, ignore_errors=True)
     end_load = os.getloadavg()[0]
     text = render_judged(figures, load, end_load, started, memory) + "\n" + render_campaign(through)
     print(text)

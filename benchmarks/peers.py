@@ -477,10 +477,9 @@ def ext4_ram():
     try:
         dev = devices.attach_loop_images(scratch / "images", 1, IMAGE)[0]
         fill(scratch / "images" / "member0.img")
-        # inode tables and journal written now, not by ext4lazyinit in the background while we measure; the pages
-        # fill() made kept (nodiscard)
-        options = "lazy_itable_init=0,lazy_journal_init=0,nodiscard"
-        subprocess.run(["mkfs.ext4", "-q", "-F", "-E", options, dev], check=True)
+        # fsbench's own mkfs on a loop array: inode tables and journal written now, not by ext4lazyinit in the
+        # background while we measure; the pages fill() made kept (no discard)
+        subprocess.run(devices.mkfs_argv("ext4", [], [dev], discard=False), check=True)
         subprocess.run(["mount", dev, str(mnt)], check=True)
         yield (
             mnt,
@@ -650,6 +649,7 @@ FINDINGS = [
     "(metadata method 3): 1.07, and 1.04 in the table above.",
     "- **mdtest-hard-write before its flush.** The same records up to each process's last file: 1.07 of mdtest "
     "on ext4-ram (the flushed figure 0.60): the syncfs fsbench times and mdtest never does is the whole gap.",
+    "",
     "## Session 11: the VM's memory, IOR's read, the names (measured 2026-12-05, quiet VM)",
     "",
     "- **This VM hands freed memory back to its host** (free page reporting), and a page the host took back is "
