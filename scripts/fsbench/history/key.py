@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from fsbench.measurement.rows import META_TEST, TEST
+from fsbench.toolkit.system import kernel_setting
 
 from . import io500
 
@@ -140,10 +141,7 @@ def fsbench_version() -> str:
 
 
 def cpu_governor() -> str:
-    try:
-        return Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").read_text().strip()
-    except OSError:
-        return ""
+    return kernel_setting("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
 
 
 def flat(settings, prefix: str = "") -> dict[str, str]:

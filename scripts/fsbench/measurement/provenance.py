@@ -5,7 +5,7 @@ import platform
 import socket
 from pathlib import Path
 
-from fsbench.toolkit.system import version
+from fsbench.toolkit.system import kernel_setting, version
 
 TOOLS = {
     "mkfs.ext4": ["mkfs.ext4", "-V"],
@@ -40,16 +40,6 @@ def _mem_bytes() -> int:
     return 0
 
 
-def _setting(path: str) -> str:
-    """A kernel setting as read ("[madvise]" of "always [madvise] never" for a choice), "" where there is none."""
-    try:
-        text = Path(path).read_text().strip()
-    except OSError:
-        return ""
-    chosen = [word[1:-1] for word in text.split() if word.startswith("[") and word.endswith("]")]
-    return chosen[0] if chosen else text
-
-
 def machine() -> dict:
     """The machine a measurement ran on, cheap enough to note in every record (no tool is run).
 
@@ -65,8 +55,8 @@ def machine() -> dict:
         "cpu": _cpu(),
         "cpus": os.cpu_count(),
         "memory_bytes": _mem_bytes(),
-        "transparent_hugepage": _setting("/sys/kernel/mm/transparent_hugepage/enabled"),
-        "page_reporting_order": _setting("/sys/module/page_reporting/parameters/page_reporting_order"),
+        "transparent_hugepage": kernel_setting("/sys/kernel/mm/transparent_hugepage/enabled"),
+        "page_reporting_order": kernel_setting("/sys/module/page_reporting/parameters/page_reporting_order"),
     }
 
 

@@ -44,6 +44,18 @@ def version(argv: list[str]) -> str:
     return text.splitlines()[0] if text else ""
 
 
+def kernel_setting(path: str) -> str:
+    """A kernel setting as read ("madvise" of "always [madvise] never", where it is a choice), "" where there is
+    none."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return ""
+    chosen = [word[1:-1] for word in text.split() if word.startswith("[") and word.endswith("]")]
+    return chosen[0] if chosen else text
+
+
 def pin_to_cpu(index: int, count: int) -> int | None:
     """Bind this process to one CPU of those it may run on: worker `index` of `count` on this host gets the
     index-th, as mpirun binds its ranks to cores (Open MPI's default for 2 ranks). Unbound, two workers of a
