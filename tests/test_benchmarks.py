@@ -44,6 +44,10 @@ def test_bench_dag_runs_and_its_job_formula_matches_the_dry_runs():
 def test_bench_engines_runs():
     out = smoke("engines", 600)
     assert "| randwrite, 4KiB, QD32 (fio io_uring) |" in out
+    woken = out.split("## 4 KiB QD1 beside a process that wakes every 10 ms")[1].split("## The campaign path")[0]
+    assert "| randread, 4KiB, QD1 (fio psync) |" in woken and "| randwrite, 4KiB, QD1 (fio psync) |" in woken
+    left = subprocess.run(["pgrep", "-f", "time.sleep\\(0.01\\)"], capture_output=True, text=True).stdout
+    assert not left, f"bench-engines left its waking process: {left}"
 
 
 @needs_root
