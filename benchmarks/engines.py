@@ -205,8 +205,8 @@ def judged(dev: str, chosen: list[Cell]) -> dict:
     return figures
 
 
-# fio's own process waits for its job waking every 10 ms (its backend's usleep(10000) loop, ~100 wake-ups a second,
-# counted here). On a VM whose idle CPU halts, such a neighbour alone lifts a 4 KiB QD1 rate by ~8 %: a bare C
+# fio's own process waits for its job waking every 10 ms (its backend's usleep(10000) loop: ~100 wake-ups a second,
+# counted on this VM). On a VM whose idle CPU halts, such a neighbour alone lifts a 4 KiB QD1 rate by ~8 %: a bare C
 # pread loop ran at 0.92 of fio, and at 0.98-1.00 under a parent waking so (docs/bench-engines.md). Snakemake,
 # the engine's parent in a campaign, wakes about once a second. Here both engines run beside one such process.
 WAKER = [sys.executable, "-c", "import time\nwhile True:\n    time.sleep(0.01)"]

@@ -451,10 +451,9 @@ def judged(bin_dir: Path, root: Path, sc: Scale) -> dict:
         if rnd < IO500_ROUNDS:
             for phase, run in io500_round(bin_dir, root, order(rnd), sc.io5).items():
                 figures.setdefault(f"io500 {phase}", []).append(run)
+        this_round = {p: runs[-1] for p, runs in figures.items() if len(runs) == rnd + 1}
         said = [
-            f"{p} {r['fsbench'] / r['peer']:.2f} ({r['peer again'] / r['peer']:.2f})"
-            for p, runs in figures.items()
-            if len(runs) == rnd + 1 and (r := runs[-1])
+            f"{p} {r['fsbench'] / r['peer']:.2f} ({r['peer again'] / r['peer']:.2f})" for p, r in this_round.items()
         ]
         log(f"  round {rnd + 1}/{ROUNDS}, fsbench/peer (peer again/peer): " + ", ".join(said))
     return figures
