@@ -203,8 +203,8 @@ def test_a_cell_is_compared_with_every_other_target_and_its_neighbouring_block_s
 def test_the_metadata_and_io500_method_versions_are_in_their_cells_params():
     """Version 2 (the per-file loop in C, workers bound to a CPU; the python engine's streams bound likewise), and
     metadata's and io500's 3 (an empty file's read is its open and close; find stats what IO500's find stats) and
-    4 (files named as mdtest names them), re-measure cells measured before and start new history series for
-    them; fio's cells keep their params."""
+    4 (files named as mdtest names them), and the python engine's 3 at iodepth > 1, re-measure cells measured
+    before and start new history series for them; fio's cells keep their params."""
     from fsbench.campaign.cells import IO500_TEST
 
     config = campaign(metadata={"files": 100}, io500={"processes": 1})
@@ -213,5 +213,7 @@ def test_the_metadata_and_io500_method_versions_are_in_their_cells_params():
     assert plan.cell_spec("local", "a", "ext4", meta, "1")["method"] == 4
     assert plan.cell_spec("local", "a", "ext4", IO500_TEST, "1")["method"] == 4
     assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")["method"] == 2
+    # 3 at iodepth > 1 only (each I/O submitted as soon as it is queued): the depth-1 cells keep their params
+    assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s-qd32", "1")["method"] == 3
     with_fio = Plan(campaign(io=config["io"] | {"engine": "fio"}))
     assert "method" not in with_fio.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")

@@ -103,7 +103,7 @@ class Plan:
             "data": self.io["data"],
             "engine": self.io["engine"],
             # A deliberate change of how the engine measures (table.ENGINES[...].method) re-measures.
-            **method_params(self.io["engine"]),
+            **method_params(self.io["engine"], cell.iodepth),
             "cache": self.io["cache"],
             **self._storage(host, array, target),
         }

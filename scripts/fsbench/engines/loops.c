@@ -311,6 +311,12 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
             if (open && (io->repeat || k < n)) { /* the lane takes the next operation of the sequence */
                 queue(io, lanes, lane, k++, now, &tail);
                 in_flight++;
+                /* ... submitted at once, as fio submits each (iodepth_batch_submit=1), not with the batch at the
+                   next wait: that ran at 0.90 of fio at QD32 on a RAM loop device, sleeping 4 x as often */
+                __atomic_store_n(io->sq_tail, tail, __ATOMIC_RELEASE);
+                int ret = (int)syscall(__NR_io_uring_enter, io->ring_fd, tail - submitted, 0, 0, NULL, 0);
+                if (ret > 0) /* else the next wait submits it */
+                    submitted += (uint32_t)ret;
             }
         }
         __atomic_store_n(io->cq_head, head, __ATOMIC_RELEASE); /* release the CQEs only after they were read */

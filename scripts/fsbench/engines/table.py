@@ -36,6 +36,10 @@ class Engine:
     ops: dict[str, Callable]
     cannot: dict[str, str] = field(default_factory=dict)
     method: int = 1
+    ring_method: int | None = None  # its method at iodepth > 1, where that path changed apart from depth 1
+
+    def method_at(self, iodepth: int) -> int:
+        return self.ring_method if iodepth > 1 and self.ring_method else self.method
 
 
 # config io.engine: its schema lists the same names (tests/test_config.py).
@@ -43,6 +47,7 @@ ENGINES = {
     "python": Engine(
         {"write": python.write, "read": python.read, "mixed": mixed.run},
         method=2,  # 2: each stream bound to a CPU of its own (where there are as many), as IOR's ranks are
+        ring_method=3,  # 3: at iodepth > 1 each I/O submitted as soon as it is queued, as fio does
     ),
     "dd": Engine(
         {"write": dd.write, "read": dd.read},
@@ -111,9 +116,9 @@ def refuse(engine: str, wanted: list[str]) -> None:
             raise ValueError(f"{engine} engine: {why}; use engine {able(need)}")
 
 
-def method_params(engine: str) -> dict:
+def method_params(engine: str, iodepth: int = 1) -> dict:
     """The method version as a Snakemake param: {} at version 1, so that a campaign's params stay as they were."""
-    version = {"metadata": METADATA_METHOD, "io500": IO500_METHOD}.get(engine) or ENGINES[engine].method
+    version = {"metadata": METADATA_METHOD, "io500": IO500_METHOD}.get(engine) or ENGINES[engine].method_at(iodepth)
     return {"method": version} if version > 1 else {}
 
 
