@@ -6,7 +6,8 @@ through it (`run`), which refuses a job the engine cannot run with the same word
 `method` is the version of how an engine measures. Bump it on purpose when a change to the engine changes what
 its figures mean or how they come about: it enters the Snakemake params of exactly the cells that engine measures
 (only above 1, so that campaigns measured at version 1 keep the params they had), and those are measured again.
-`ring_method`, where set, is the version of its cells at iodepth > 1 alone (their io_uring path changed apart).
+`ring_method`, where set, is the version of its cells at iodepth > 1 alone (their io_uring path changed apart);
+a change to both paths bumps both.
 Any other change to fsbench's code re-measures nothing (profiles: rerun-triggers without "code").
 """
 
