@@ -3,7 +3,9 @@
 import contextlib
 from pathlib import Path
 
-PAGE_REPORTING = Path("/sys/module/page_reporting/parameters/page_reporting_order")
+from fsbench.measurement import provenance  # (the caller put scripts/ on sys.path)
+
+PAGE_REPORTING = Path(provenance.PAGE_REPORTING)
 
 
 @contextlib.contextmanager

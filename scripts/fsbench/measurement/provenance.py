@@ -40,6 +40,11 @@ def _mem_bytes() -> int:
     return 0
 
 
+# The memory settings machine() notes (benchmarks/vm.py holds the second while it measures).
+TRANSPARENT_HUGEPAGE = "/sys/kernel/mm/transparent_hugepage/enabled"
+PAGE_REPORTING = "/sys/module/page_reporting/parameters/page_reporting_order"
+
+
 def machine() -> dict:
     """The machine a measurement ran on, cheap enough to note in every record (no tool is run).
 
@@ -55,8 +60,8 @@ def machine() -> dict:
         "cpu": _cpu(),
         "cpus": os.cpu_count(),
         "memory_bytes": _mem_bytes(),
-        "transparent_hugepage": kernel_setting("/sys/kernel/mm/transparent_hugepage/enabled"),
-        "page_reporting_order": kernel_setting("/sys/module/page_reporting/parameters/page_reporting_order"),
+        "transparent_hugepage": kernel_setting(TRANSPARENT_HUGEPAGE),
+        "page_reporting_order": kernel_setting(PAGE_REPORTING),
     }
 
 
