@@ -736,12 +736,12 @@ def rate_text(value: float, unit: str) -> str:
 def verdict(ratios: list[float], control: list[float], goal: tuple[float, float]) -> str:
     """met: the median fsbench/peer within the goal. Else whether the peer, run again beside itself, missed the
     goal too (its own median outside it): then the storage, not fsbench, is what a tool cannot be held to."""
-    low, high = goal
-    if low <= statistics.median(ratios) <= high:
+    low, high, ratio = *goal, statistics.median(ratios)
+    if low <= ratio <= high:
         return "met"
     if not low <= statistics.median(control) <= high:
         return "not met; nor is the peer against itself"
-    if min(control) <= statistics.median(ratios) <= max(control):
+    if min(control) <= ratio <= max(control):
         return f"not met; the peer against itself ranged as far ({min(control):.2f}–{max(control):.2f})"
     return "not met"
 
