@@ -3,6 +3,8 @@ import signal
 import sys
 from pathlib import Path
 
+from snakemake_interface_executor_plugins.settings import ExecMode
+
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 
 from fsbench.campaign import cells as campaign_cells
@@ -23,8 +25,12 @@ except campaign_config.ConfigError as e:
 
 NAME = CAMPAIGN["campaign"]
 RESULTS = f"results/{NAME}"
-PLAN = Plan(CAMPAIGN)
+PLAN = Plan(CAMPAIGN, RESULTS)
 TARGETS = PLAN.targets
+# Said before any job (a dry run too; not again in a cluster job's Snakemake): finished cells whose records hold an
+# older method than the code's, and whether they keep their figures (methods: recorded) or are measured again.
+if workflow.exec_mode != ExecMode.REMOTE and (older := PLAN.older()):
+    print(older, file=sys.stderr)
 HOSTS = campaign_cells.hosts(CAMPAIGN)
 MIN_REPS, MAX_REPS = PLAN.min_reps, PLAN.max_reps
 # A cell of the campaign (Cell.path), all its repeats; its steps' records are in runs/{CELL}/rep{rep}/.

@@ -80,6 +80,28 @@ def test_a_clear_tenfold_difference_is_slower_and_faster_with_the_interval_exclu
     assert back["p_value"] == pytest.approx(slow["p_value"])
 
 
+def test_figures_of_two_methods_are_not_weighed_and_the_summary_says_so():
+    """methods: recorded keeps a finished cell's method beside new cells of today's: no verdict across them."""
+    m = campaign({"raw": (1000.0, 1000.0), "slow": (100.0, 100.0)}).assign(method=2)
+    m.loc[m["target"] == "slow", "method"] = 3
+    slow = one(comparisons(m), a="slow", b="raw", op="write", metric="mb_s_durable")
+    assert slow["verdict"] == "not comparable" and bool(slow["valid_a"]) and bool(slow["valid_b"])
+    assert "measured with different methods of fsbench (slow: 3, raw: 2)" in slow["note"]
+    # One cell whose repeats mix methods is weighed against nothing either.
+    m.loc[(m["target"] == "raw") & (m["rep"] == 3), "method"] = 3
+    assert one(comparisons(m), a="slow", b="raw", op="read", metric="mb_s")["verdict"] == "not comparable"
+    summary = summarize(m)
+    assert set(summary["method"]) == {"3", "2;3"}
+    assert "Measured with different methods of fsbench: method 2;3 in 2 cells, method 3 in 2 cells" in (
+        summary_markdown(summary, "t")
+    )
+    # The same method on both sides (and measurements from before the column) are weighed as ever.
+    assert one(comparisons(m.assign(method=2)), a="slow", b="raw", op="write", metric="mb_s_durable")["verdict"] == (
+        "slower"
+    )
+    assert "Measured with different methods" not in summary_markdown(summarize(m.assign(method=2)), "t")
+
+
 def test_identical_samples_show_no_clear_difference():
     m = campaign({"raw": (500.0, 800.0), "ext4": (500.0, 800.0)})
     c = comparisons(m)

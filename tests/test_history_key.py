@@ -137,6 +137,7 @@ CHANGES = [
     ("hosts", {}, ["n1"], "context", "io"),  # the host a row was measured on is the key (host="h" here)
     ("exclusive", {}, True, "context", "io"),
     ("hosts_parallel", {}, False, "context", "io"),
+    ("methods", {}, "current", "context", "io"),  # which method a cell has is its record's (a series key)
     ("precondition", {}, {"passes": 1}, "context", "io"),
     ("precondition.passes", {"precondition": {}}, 3, "context", "io"),
     ("precondition.pattern", {"precondition": {}}, "rand", "context", "io"),

@@ -1,6 +1,7 @@
 """The campaign as jobs (fsbench.campaign.plan): a cell's path and its wildcards are one another's inverse, its params
 carry every setting, and the priorities run a cell's steps back to back, cells in rounds, targets in order."""
 
+import json
 import re
 
 import pytest
@@ -217,3 +218,58 @@ def test_the_metadata_and_io500_method_versions_are_in_their_cells_params():
     assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s-qd32", "1")["method"] == 3
     with_fio = Plan(campaign(io=config["io"] | {"engine": "fio"}))
     assert "method" not in with_fio.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")
+
+
+def _finished(results, plan: Plan, key: tuple, step: str, method: int | None, **other):
+    """A finished record of the cell repeat `key` whose settings are the plan's but for its method (and `other`)."""
+    spec = {k: v for k, v in plan.cell_spec(*key).items() if k != "method"} | ({"method": method} if method else {})
+    spec |= other
+    host, array, target, test, rep = key
+    path = results / "runs" / host / array / target / test / f"rep{rep}" / f"{step}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"row": {}, "cell": CellSpec.from_params(spec).as_record()}))
+
+
+def test_a_finished_cell_of_an_older_method_keeps_it_unless_the_campaign_says_current(tmp_path):
+    from fsbench.campaign.cells import IO500_TEST
+
+    config = campaign(metadata={"files": 100}, io500={"processes": 1})
+    today = Plan(config)
+    meta = next(t for t in today.tests if t.startswith("meta-"))
+    deep, shallow = (
+        ("local", "a", "ext4", "rand-64KiB-direct-4s-qd32", 1),
+        ("local", "b", "xfs", "seq-1MiB-direct-1s", 2),
+    )
+    _finished(tmp_path, today, deep, "read", 2)  # the python engine at iodepth > 1: 2, now 3
+    _finished(tmp_path, today, shallow, "read", None)  # version 1: no method in its params then
+    _finished(tmp_path, today, ("local", "a", "xfs", meta, 1), "metadata", 3)
+    _finished(tmp_path, today, ("local", "a", "xfs", IO500_TEST, 1), "mdtest-hard-delete", 4)  # today's
+    # A cell changed otherwise is measured anew, with today's method: its record is not that cell's.
+    changed = ("local", "b", "ext4", "seq-1MiB-direct-1s", 1)
+    _finished(tmp_path, today, changed, "read", None, size=32 * MiB)
+    cut = tmp_path / "runs/local/b/raw/seq-1MiB-direct-1s/rep1/read.json"  # a record cut short: not finished
+    cut.parent.mkdir(parents=True)
+    cut.write_text('{"row": ')
+
+    plan = Plan(config, tmp_path)
+    assert plan.cell_spec(*deep)["method"] == 2 and "method" not in plan.cell_spec(*shallow)
+    assert plan.cell_spec("local", "a", "xfs", meta, "1")["method"] == 3
+    # The key keeps its place among the params (Snakemake compares their serialised form).
+    assert list(plan.cell_spec(*deep)) == list(today.cell_spec(*deep))
+    assert plan.cell_spec("local", "a", "xfs", IO500_TEST, 1)["method"] == 4
+    assert plan.cell_spec(*changed)["method"] == 2
+    # Every other repeat of those cells, not finished, is measured with today's method.
+    assert plan.cell_spec(*deep[:4], 2)["method"] == 3
+    assert plan.older() == (
+        "fsbench: 3 finished cell repeats were measured with an older method and keep their figures (methods: "
+        "recorded): 1 metadata (method 3, now 4: 4: files named as mdtest names them (file.mdtest.<rank>.<i>)); "
+        "1 python (method 1, now 2: 2: each stream bound to a CPU of its own, as IOR's ranks are); 1 python at "
+        "iodepth > 1 (method 2, now 3: 3: each I/O submitted as soon as it is queued, as fio does). New cells are "
+        "measured with the current method and no verdict compares across methods; `methods: current` measures "
+        "them again."
+    )
+
+    again = Plan(config | {"methods": "current"}, tmp_path)
+    assert again.cell_spec(*deep)["method"] == 3 and again.cell_spec(*shallow)["method"] == 2
+    assert again.older().startswith("fsbench: 3 finished cell repeats measured with an older method are measured again")
+    assert Plan(config, tmp_path / "nowhere").older() is None

@@ -123,10 +123,23 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
     python_now = '"mixed": mixed.run},\n        method=2,'
     assert python_now in engines.read_text(), "the python engine's entry of the table changed: adapt this test"
     engines.write_text(engines.read_text().replace(python_now, python_now.replace("method=2", "method=3"), 1))
-    bumped = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
-    # Every filesystem cell from its mkfs on (as --forcerun mkfs above), and the raw cells' write and read.
-    assert planned(bumped) == planned(forced) | {"write": "16", "read": "16", "total": "62"}
-    assert "Params have changed since last execution" in bumped.stdout + bumped.stderr
+    kept = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
+    # A finished campaign keeps its figures (methods: recorded, the default), and the run says why before any job.
+    assert planned(kept) == planned(tables), kept.stdout
+    said = [line for line in kept.stderr.splitlines() if "older method" in line]
+    assert said == [
+        "fsbench: 16 finished cell repeats were measured with an older method and keep their figures "
+        "(methods: recorded): 16 python (method 2, now 3: no change recorded). New cells are measured with the "
+        "current method and no verdict compares across methods; `methods: current` measures them again."
+    ], kept.stderr
+    # A new block size of that campaign is measured with today's method: only its cells run.
+    grown = copy.deepcopy(config) | {"io": config["io"] | {"block_sizes": ["1MiB", "2MiB", "4MiB"]}}
+    assert planned(run_campaign(tmp_path, grown, "--dry-run", checkout=other))["write"] == str(4 * 2)
+    # Asked for: every filesystem cell from its mkfs on (as --forcerun mkfs above), and the raw cells' write and read.
+    current = run_campaign(tmp_path, copy.deepcopy(config) | {"methods": "current"}, "--dry-run", checkout=other)
+    assert planned(current) == planned(forced) | {"write": "16", "read": "16", "total": "62"}
+    assert "Params have changed since last execution" in current.stdout + current.stderr
+    assert "16 finished cell repeats measured with an older method are measured again" in current.stderr
 
 
 # What a run of the workflow needs of a checkout (tests, docs and tools are not among it).

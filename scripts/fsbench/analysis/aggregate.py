@@ -9,9 +9,10 @@ from fsbench.analysis.validity import with_validity
 from fsbench.measurement.rows import COLUMNS, rows_of
 from fsbench.toolkit.records import read_json
 
-# Beyond the contract's columns: what made each figure, and where its full record is; then whether the figure is
-# valid and why not (fsbench.analysis.validity), judged here from the flags so that old records need no new measurement.
-EXTRA = ["command", "record"]
+# Beyond the contract's columns: what made each figure (its method version, engines.table, and its command), and where
+# its full record is; then whether the figure is valid and why not (fsbench.analysis.validity), judged here from the
+# flags so that old records need no new measurement.
+EXTRA = ["method", "command", "record"]
 VALIDITY = ["valid", "invalid_reasons"]
 # What identifies a cell across its repeats and ops.
 CELL_KEYS = ["host", "array", "target", *TEST]
@@ -29,10 +30,11 @@ def measurements(paths: list[str]) -> pd.DataFrame:
     rows = []
     for path in record_paths(paths):
         rec = read_json(path)
+        made = {"method": rec["cell"].get("method", 1), "command": rec["command"], "record": str(path)}
         # A metadata record holds a row per phase; a measurement record one.
-        rows += [row | {"command": rec["command"], "record": str(path)} for row in rows_of(rec)]
+        rows += [row | made for row in rows_of(rec)]
         # An all-hosts cell also keeps each host's own figure, as host '<name>@all'.
-        rows += [part | {"command": rec["command"], "record": str(path)} for part in rec.get("parts", [])]
+        rows += [part | made for part in rec.get("parts", [])]
     df = pd.DataFrame(rows, columns=COLUMNS + EXTRA)
     return with_validity(flag_above_raw(df))[COLUMNS + EXTRA + VALIDITY]
 

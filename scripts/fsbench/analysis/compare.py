@@ -23,7 +23,16 @@ import pandas as pd
 from scipy.stats import t as student_t
 
 from fsbench.analysis.names import UNDECIDED
-from fsbench.analysis.stats import KEYS, NOT_POSITIVE, TEST, TOO_FEW, cell_flags, is_metadata, sort_rows
+from fsbench.analysis.stats import (
+    KEYS,
+    NOT_POSITIVE,
+    TEST,
+    TOO_FEW,
+    cell_flags,
+    is_metadata,
+    methods_of,
+    sort_rows,
+)
 from fsbench.analysis.validity import NOT_COMPARABLE, side
 from fsbench.toolkit.sizes import format_size
 
@@ -107,6 +116,10 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metric: str, name_a: str, name_b: 
     invalid = [
         f"{name} not valid ({why})" for name, ok, why in ((name_a, valid_a, why_a), (name_b, valid_b, why_b)) if not ok
     ]
+    # Figures of two methods of fsbench (a finished cell kept by methods: recorded beside a new one) are not weighed.
+    methods = [methods_of(rows["method"]) if "method" in rows else "" for rows in (a, b)]
+    if all(methods) and (methods[0] != methods[1] or ";" in methods[0]):
+        invalid.append(f"measured with different methods of fsbench ({name_a}: {methods[0]}, {name_b}: {methods[1]})")
     said = verdict(test["ci_low"], test["ci_high"], test["p_value"])
     notes = [f"{NOT_COMPARABLE}: {' and '.join(invalid)}"] if invalid else []
     notes += [test["note"]] if test["note"] else []
@@ -125,7 +138,7 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, metric: str, name_a: str, name_b: 
         "ci_low": test["ci_low"],
         "ci_high": test["ci_high"],
         "p_value": test["p_value"],
-        "verdict": said if valid_a and valid_b else NOT_COMPARABLE,
+        "verdict": NOT_COMPARABLE if invalid else said,
         "note": "; ".join(notes),
         "valid_a": valid_a,
         "valid_b": valid_b,

@@ -30,7 +30,7 @@ META_KEYS = ["campaign", "host", "array", "target", "fs_type", "workload", "op"]
 META_KEYS += ["files", "file_size", "dirs", "streams"]
 PHASES = ["create", "stat", "read", "delete"]
 SUMMARY_COLUMNS = [*KEYS, *STATS, "median_durable", "mean_durable", "flags", "gmean", "ci95_note", *PER_OPERATION]
-SUMMARY_COLUMNS += ["workload", "unit", "files", "file_size", "dirs"]
+SUMMARY_COLUMNS += ["workload", "unit", "files", "file_size", "dirs", "method"]
 
 # Why a cell or a comparison has no interval (summary.csv ci95_note, comparisons.csv note).
 TOO_FEW = "too few repeats for an interval"
@@ -159,6 +159,11 @@ def summarize(measurements: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)[SUMMARY_COLUMNS] if parts else pd.DataFrame(columns=SUMMARY_COLUMNS)
 
 
+def methods_of(values) -> str:
+    """The method versions of a cell's repeats, in order: "2", or "2;3" where they differ."""
+    return ";".join(str(int(v)) for v in sorted(set(pd.Series(values).dropna())))
+
+
 def _cell_stats(measurements: pd.DataFrame, keys: list[str], figure: str, durable: str) -> pd.DataFrame:
     """Per cell (`keys`): n, median, mean, stdev, the CI of the geometric mean, cv of `figure`; the median and mean
     of `durable`; the cell's flags and the medians of the per-operation columns."""
@@ -166,6 +171,8 @@ def _cell_stats(measurements: pd.DataFrame, keys: list[str], figure: str, durabl
     out = groups[figure].agg(n="count", median="median", mean="mean", stdev="std")
     out[["median_durable", "mean_durable"]] = groups[durable].agg(["median", "mean"]).to_numpy()
     out["flags"] = groups["flags"].agg(cell_flags).to_numpy() if "flags" in measurements else ""
+    # The method versions its repeats were measured with (methods: recorded keeps a finished repeat's), e.g. "2;3".
+    out["method"] = groups["method"].agg(methods_of).to_numpy() if "method" in measurements else ""
     for column in PER_OPERATION:
         out[column] = groups[column].median().to_numpy() if column in measurements else np.nan
     out = out.reset_index()

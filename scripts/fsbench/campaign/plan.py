@@ -6,7 +6,9 @@ because Snakemake calls it once per job when it plans a campaign of thousands of
 """
 
 import functools
+import json
 import re
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,18 +20,21 @@ from fsbench.campaign.cells import (
     MIXED,
     TEST_PATTERN,
     Cell,
+    CellSpec,
     MetaCell,
     all_targets,
     array_dir,
+    cells,
     fingerprint,
     hosts,
+    io500_places,
     is_metadata,
     meta_tests,
     repeat_plan,
     targets,
     tests,
 )
-from fsbench.engines.table import method_params
+from fsbench.engines.table import method_changes, method_params, method_version, method_workload
 
 # The wildcards of the rules, as regexes: what a path segment may be.
 WILDCARDS = {
@@ -51,11 +56,46 @@ def forget_device_state(results) -> list[str]:
     return [str(p) for p in gone]
 
 
-class Plan:
-    """A validated campaign's cells as the rules see them."""
+# The record that says a cell's repeat is finished, by workload: `methods: recorded` reads the method from it.
+FINISHED = {"io": "read", "metadata": "metadata", "io500": "mdtest-hard-delete"}
 
-    def __init__(self, campaign: dict):
+
+def finished_cells(results) -> dict[tuple, dict]:
+    """Each finished cell repeat's settings as its record keeps them, by (host, array, target, test, rep): one
+    walk of runs/ when the workflow is read, never a file touched per job."""
+    runs = Path(results, "runs")
+    found = {}
+    for step in FINISHED.values():
+        for path in runs.glob(f"*/*/*/*/rep*/{step}.json"):
+            host, array, target, test, rep = path.relative_to(runs).parts[:5]
+            try:
+                found[host, array, target, test, int(rep.removeprefix("rep"))] = json.loads(path.read_text())["cell"]
+            except (OSError, ValueError, KeyError):  # a record cut short: the cell is not finished
+                continue
+    return found
+
+
+# What a step adds to a cell's settings in its record (an all-hosts cell's meeting place), not a param of it.
+ADDED_BY_STEP = ("shared_dir", "hosts", "slots", "slot_base")
+
+
+def same_but_method(spec: dict, recorded: dict) -> bool:
+    """Whether a cell's params and a record's settings differ in nothing but the method."""
+    now = json.loads(json.dumps(CellSpec.from_params(spec).as_record()))  # as records keep them
+    then = {k: v for k, v in recorded.items() if k in now or k not in ADDED_BY_STEP}
+    now.pop("method", None), then.pop("method", None)
+    return now == then
+
+
+class Plan:
+    """A validated campaign's cells as the rules see them. With `results` (the campaign's folder), its finished
+    cells keep the method they were measured with unless the campaign says `methods: current`."""
+
+    def __init__(self, campaign: dict, results=None):
         self.campaign = campaign
+        self.finished = finished_cells(results) if results else {}
+        # finished cell repeat -> (workload, its recorded method, the code's), where those differ (Plan.older)
+        self.older_methods: dict[tuple, tuple] = {}
         self.io = campaign["io"]
         self.targets = all_targets(campaign)
         self.hosts = hosts(campaign) + [ALL_HOSTS]
@@ -81,7 +121,7 @@ class Plan:
         if test == IO500_TEST:
             return self._io500_spec(host, array, target, rep)
         cell = Cell.from_wildcards(host, array, target, test, rep)
-        return {
+        spec = {
             **self._place(host, array, target),
             "pattern": cell.pattern,
             "block_size": cell.block_size,
@@ -102,15 +142,17 @@ class Plan:
             "size": self.io["size"],
             "data": self.io["data"],
             "engine": self.io["engine"],
-            # A deliberate change of how the engine measures (table.ENGINES[...].method) re-measures.
+            # A deliberate change of how the engine measures (table.ENGINES[...].method) re-measures, unless a
+            # finished cell keeps its own (methods: recorded).
             **method_params(self.io["engine"], cell.iodepth),
             "cache": self.io["cache"],
             **self._storage(host, array, target),
         }
+        return self._method_kept(spec, self.io["engine"], (host, array, target, test, int(rep)), cell.iodepth)
 
     def _meta_spec(self, host: str, array: str, target: str, test: str, rep) -> dict:
         cell = MetaCell.from_wildcards(host, array, target, test, rep)
-        return {
+        spec = {
             "workload": "metadata",
             **self._place(host, array, target),
             "files": cell.files,
@@ -128,6 +170,7 @@ class Plan:
             "cache": self.io["cache"],
             **self._storage(host, array, target),
         }
+        return self._method_kept(spec, "metadata", (host, array, target, test, int(rep)))
 
     def read_from(self, host: str) -> str | None:
         """io.read_from where the campaign sets it; else other for an all-hosts cell of several hosts (IOR -C:
@@ -138,7 +181,7 @@ class Plan:
 
     def _io500_spec(self, host: str, array: str, target: str, rep) -> dict:
         """IO500's settings as validated (sizes in bytes); reads from another process unless io.read_from: self."""
-        return {
+        spec = {
             **self._place(host, array, target),
             "io500": self.campaign["io500"],
             "read_from": self.io.get("read_from", "other"),
@@ -147,6 +190,52 @@ class Plan:
             **method_params("io500"),
             **self._storage(host, array, target),
         }
+        return self._method_kept(spec, "io500", (host, array, target, IO500_TEST, int(rep)))
+
+    def _method_kept(self, spec: dict, workload: str, key: tuple, iodepth: int = 1) -> dict:
+        """`spec` with the method its finished record holds, where that is older than the code's and the campaign
+        keeps recorded methods (the default), so that the cell is not measured again; else `spec` as it is.
+        Only a record whose other settings are the cell's counts: a cell changed otherwise is measured anew."""
+        recorded = self.finished.get(key)
+        now = method_version(workload, iodepth)
+        if recorded is None or recorded.get("method", 1) == now or not same_but_method(spec, recorded):
+            return spec
+        old = recorded.get("method", 1)
+        self.older_methods[key] = (method_workload(workload, iodepth), old, now)
+        if self.campaign["methods"] == "current":
+            return spec
+        kept = {k: v for k, v in spec.items() if k != "method"}  # at version 1 the params had no method
+        return {k: old if k == "method" else v for k, v in spec.items()} if old > 1 else kept
+
+    def older(self) -> str | None:
+        """What a run says before any device step when finished cells hold an older method than the code's: how
+        many, of which workload, what changed, and whether they are kept (methods: recorded) or measured again."""
+        for key in self.planned_finished():
+            self.cell_spec(*key)
+        if not self.older_methods:
+            return None
+        kept = self.campaign["methods"] != "current"
+        counts = Counter(self.older_methods.values())
+        found = [
+            f"{n} {workload} (method {old}, now {now}: {method_changes(workload, old, now)})"
+            for (workload, old, now), n in sorted(counts.items())
+        ]
+        total = len(self.older_methods)
+        if kept:
+            return (
+                f"fsbench: {total} finished cell repeats were measured with an older method and keep their figures "
+                f"(methods: recorded): {'; '.join(found)}. New cells are measured with the current method and "
+                "no verdict compares across methods; `methods: current` measures them again."
+            )
+        return f"fsbench: {total} finished cell repeats measured with an older method are measured again " + (
+            f"(methods: current): {'; '.join(found)}."
+        )
+
+    def planned_finished(self) -> list[tuple]:
+        """The finished cell repeats that this campaign still plans (a cell it no longer has is not its business)."""
+        places = {(c.host, c.array, c.target, c.test, c.rep) for c in cells(self.campaign)}
+        places |= {(h, a, t, IO500_TEST, 1) for h, a, t in io500_places(self.campaign)}
+        return [key for key in self.finished if key in places or (key[:4] + (1,) in places and self.adaptive)]
 
     def _place(self, host: str, array: str, target: str) -> dict:
         """Which campaign, host, array and target a cell is of, and the filesystem type there."""

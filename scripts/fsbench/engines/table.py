@@ -118,10 +118,50 @@ def refuse(engine: str, wanted: list[str]) -> None:
             raise ValueError(f"{engine} engine: {why}; use engine {able(need)}")
 
 
-def method_params(engine: str, iodepth: int = 1) -> dict:
-    """The method version as a Snakemake param: {} at version 1, so that a campaign's params stay as they were."""
-    version = {"metadata": METADATA_METHOD, "io500": IO500_METHOD}.get(engine) or ENGINES[engine].method_at(iodepth)
+# What each method version changed, by workload (method_workload: an engine, its path at iodepth > 1 where that has
+# a version of its own, metadata or io500): what a run says when a finished campaign's cells hold an older version
+# than the code's (campaign.plan.Plan.older). Add a line with each bump.
+METHOD_HISTORY = {
+    "python": {2: "each stream bound to a CPU of its own, as IOR's ranks are"},
+    "python at iodepth > 1": {
+        2: "each stream bound to a CPU of its own, as IOR's ranks are",
+        3: "each I/O submitted as soon as it is queued, as fio does",
+    },
+    "metadata": {
+        2: "the per-file loop in C, each worker bound to a CPU as mpirun binds mdtest's ranks",
+        3: "an empty file's read is its open and close, as mdtest -E's",
+        4: "files named as mdtest names them (file.mdtest.<rank>.<i>)",
+    },
+    "io500": {
+        2: "the per-file loop in C, each process bound to a CPU",
+        3: "find stats the names matching *01* for size and age, as IO500's find",
+        4: "files named as mdtest names them; find walks its directories in C",
+    },
+}
+
+
+def method_workload(engine: str, iodepth: int = 1) -> str:
+    """What a method version belongs to: the engine, or its path at iodepth > 1 where that is versioned apart."""
+    ring = engine in ENGINES and iodepth > 1 and ENGINES[engine].ring_method
+    return f"{engine} at iodepth > 1" if ring else engine
+
+
+def method_version(engine: str, iodepth: int = 1) -> int:
+    """The code's method version for an engine (at `iodepth`), the metadata test or io500."""
+    return {"metadata": METADATA_METHOD, "io500": IO500_METHOD}.get(engine) or ENGINES[engine].method_at(iodepth)
+
+
+def method_params(engine: str, iodepth: int = 1, version: int | None = None) -> dict:
+    """The method version (the code's, or `version` where a finished cell keeps its own) as a Snakemake param:
+    {} at version 1, so that a campaign's params stay as they were."""
+    version = version or method_version(engine, iodepth)
     return {"method": version} if version > 1 else {}
+
+
+def method_changes(workload: str, old: int, new: int) -> str:
+    """What changed from version `old` to `new` of a workload's method (METHOD_HISTORY)."""
+    said = METHOD_HISTORY.get(workload, {})
+    return "; ".join(f"{v}: {said[v]}" for v in range(old + 1, new + 1) if v in said) or "no change recorded"
 
 
 def run(name: str, op: str, job: Job, rwmix_read: int | None = None) -> dict:

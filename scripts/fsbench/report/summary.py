@@ -303,6 +303,26 @@ def _flags_said(*frames) -> list[str]:
     ]
 
 
+def methods_said(summary: pd.DataFrame) -> list:
+    """A paragraph where the campaign's cells of one workload were measured with different methods of fsbench."""
+    if "method" not in summary:
+        return []
+    mixed = [
+        part["method"].value_counts().sort_index()
+        for _, part in summary.groupby("workload", sort=False)
+        if part["method"].nunique() > 1 or part["method"].astype(str).str.contains(";").any()
+    ]
+    if not mixed:
+        return []
+    counts = ", ".join(f"method {m} in {n} {'cell' if n == 1 else 'cells'}" for c in mixed for m, n in c.items())
+    return [
+        Para(
+            f"Measured with different methods of fsbench: {counts} (summary.csv's method column). A finished cell "
+            "keeps the method it was measured with (`methods: recorded`); no verdict compares across methods."
+        )
+    ]
+
+
 def summary_blocks(
     summary: pd.DataFrame, title: str, baselines: pd.DataFrame | None = None, comparisons: pd.DataFrame | None = None
 ) -> list:
@@ -327,6 +347,7 @@ def summary_blocks(
                     + "."
                 )
             )
+        blocks += methods_said(summary)
         meta = is_metadata(summary)
         for name, part in places(summary[~meta]):
             blocks += [Heading(2, name), *_array_tables(part)]
