@@ -304,3 +304,12 @@ def test_the_engines_the_schema_allows_are_the_ones_there_are():
     from fsbench.engines.table import ENGINES
 
     assert load_schema()["properties"]["io"]["properties"]["engine"]["enum"] == list(ENGINES)
+
+
+def test_huge_page_buffers_are_the_python_engines_own():
+    assert validate(with_("io", GOOD["io"]))["io"]["buffer"] == "page"
+    assert validate(with_("io", GOOD["io"] | {"buffer": "hugepage"}))["io"]["buffer"] == "hugepage"
+    with pytest.raises(ConfigError, match=r"'io.buffer': value 'hugepage'.*page with io.engine fio \(fio's buffers"):
+        validate(with_("io", GOOD["io"] | {"engine": "fio", "buffer": "hugepage"}))
+    with pytest.raises(ConfigError, match=r"'io.buffer': value 'huge'.*page \(the default"):
+        validate(with_("io", GOOD["io"] | {"buffer": "huge"}))

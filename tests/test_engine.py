@@ -386,10 +386,12 @@ def _thp_off() -> bool:
 @needs_root
 @pytest.mark.skipif(_thp_off(), reason="transparent huge pages are off: buffers are scattered 4 KiB pages")
 @pytest.mark.parametrize("bs", [MiB, 4 * MiB])
-def test_each_direct_call_reaches_the_device_in_as_few_requests_as_its_queue_allows(ram_scratch, bs):
-    """The engine's buffers lie in huge pages, so a call's bytes are physically contiguous: the block layer splits
-    it only where the queue's limits make it. From scattered 4 KiB pages a 1 MiB call needs 256 segments and a loop
-    device takes 128 per request: two requests (issue 30: the engine trailed fio by that chance, in a campaign)."""
+def test_with_hugepage_buffers_each_direct_call_reaches_the_device_in_as_few_requests_as_its_queue_allows(
+    ram_scratch, bs
+):
+    """io.buffer hugepage: the buffers lie in huge pages, so a call's bytes are physically contiguous: the block
+    layer splits it only where the queue's limits make it. From scattered 4 KiB pages a 1 MiB call needs 256
+    segments and a loop device takes 128 per request: two requests, as fio's and IOR's (the default, page)."""
     dev = devices.attach_loop_images(ram_scratch / "images", 1, 32 * MiB)[0]
     queue = f"/sys/block/{os.path.basename(dev)}/queue"
 
@@ -402,10 +404,39 @@ def test_each_direct_call_reaches_the_device_in_as_few_requests_as_its_queue_all
     def done(field: int) -> int:
         return int(open(f"/sys/block/{os.path.basename(dev)}/stat").read().split()[field])
 
-    job = Job((Stream(dev, 0, True),), 32 * MiB, bs, direct=True)
+    job = Job((Stream(dev, 0, True),), 32 * MiB, bs, direct=True, buffer="hugepage")
     writes, reads = done(4), done(0)
     engine.write(job)
     calls = 32 * MiB // bs
     assert done(4) - writes in (calls * per_call, calls * per_call + 1)  # the flush may count as one
     engine.read(job)
     assert done(0) - reads == calls * per_call
+
+
+def _huge_kib(address: int) -> int:
+    """AnonHugePages (KiB) of this process's mapping that holds `address` (/proc/self/smaps)."""
+    inside = False
+    for line in open("/proc/self/smaps"):
+        head = line.split()[0]
+        if "-" in head and ":" not in head:
+            start, end = (int(x, 16) for x in head.split("-"))
+            inside = start <= address < end
+        elif inside and head == "AnonHugePages:":
+            return int(line.split()[1])
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+@pytest.mark.skipif(_thp_off(), reason="transparent huge pages are off: every buffer is in 4 KiB pages anyway")
+def test_the_buffers_are_in_4_kib_pages_unless_hugepage_is_asked_for():
+    """io.buffer page (the default): 4 KiB pages whatever the machine's THP setting says, as fio's and IOR's
+    malloc'd buffers are under `madvise`; hugepage: the mapping is backed by huge pages."""
+    from fsbench.engines.python import _buffers
+
+    for buffer, huge in (("page", False), ("hugepage", True)):
+        job = Job((Stream("/nowhere"),), 16 * MiB, 4 * MiB, buffer=buffer)
+        buf, read_at, write_at = _buffers(job, 1, 2)
+        try:
+            assert (_huge_kib(read_at) > 0) is huge, buffer
+            assert (_huge_kib(write_at) > 0) is huge, buffer
+        finally:
+            buf.close()

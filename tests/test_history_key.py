@@ -134,6 +134,7 @@ CHANGES = [
     ("io.repeats", {}, 5, "context", "io"),
     ("io.cache", {}, "fadvise", "series", "io"),
     ("io.data", {}, "zero", "series", "io"),
+    ("io.buffer", {"io.engine": "python"}, "hugepage", "series", "io"),
     ("hosts", {}, ["n1"], "context", "io"),  # the host a row was measured on is the key (host="h" here)
     ("exclusive", {}, True, "context", "io"),
     ("hosts_parallel", {}, False, "context", "io"),

@@ -74,7 +74,7 @@ def test_cell_spec_carries_every_setting_of_the_measurement():
         "size": 64 * MiB,
         "data": "random",
         "engine": "python",
-        "method": 2,
+        "method": 3,
         "cache": "drop",
         "array_spec": None,
         "fs": None,
@@ -213,9 +213,9 @@ def test_the_metadata_and_io500_method_versions_are_in_their_cells_params():
     meta = next(t for t in plan.tests if t.startswith("meta-"))
     assert plan.cell_spec("local", "a", "ext4", meta, "1")["method"] == 4
     assert plan.cell_spec("local", "a", "ext4", IO500_TEST, "1")["method"] == 4
-    assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")["method"] == 2
-    # 3 at iodepth > 1 only (each I/O submitted as soon as it is queued): the depth-1 cells keep their params
-    assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s-qd32", "1")["method"] == 3
+    assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")["method"] == 3
+    # 3 at iodepth > 1 (each I/O submitted as soon as it is queued) apart; both paths' 4 KiB page buffers after it
+    assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s-qd32", "1")["method"] == 4
     with_fio = Plan(campaign(io=config["io"] | {"engine": "fio"}))
     assert "method" not in with_fio.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")
 
@@ -240,7 +240,7 @@ def test_a_finished_cell_of_an_older_method_keeps_it_unless_the_campaign_says_cu
         ("local", "a", "ext4", "rand-64KiB-direct-4s-qd32", 1),
         ("local", "b", "xfs", "seq-1MiB-direct-1s", 2),
     )
-    _finished(tmp_path, today, deep, "read", 2)  # the python engine at iodepth > 1: 2, now 3
+    _finished(tmp_path, today, deep, "read", 2)  # the python engine at iodepth > 1: 2, now 4
     _finished(tmp_path, today, shallow, "read", None)  # version 1: no method in its params then
     _finished(tmp_path, today, ("local", "a", "xfs", meta, 1), "metadata", 3)
     _finished(tmp_path, today, ("local", "a", "xfs", IO500_TEST, 1), "mdtest-hard-delete", 4)  # today's
@@ -257,19 +257,28 @@ def test_a_finished_cell_of_an_older_method_keeps_it_unless_the_campaign_says_cu
     # The key keeps its place among the params (Snakemake compares their serialised form).
     assert list(plan.cell_spec(*deep)) == list(today.cell_spec(*deep))
     assert plan.cell_spec("local", "a", "xfs", IO500_TEST, 1)["method"] == 4
-    assert plan.cell_spec(*changed)["method"] == 2
+    assert plan.cell_spec(*changed)["method"] == 3
     # Every other repeat of those cells, not finished, is measured with today's method.
-    assert plan.cell_spec(*deep[:4], 2)["method"] == 3
+    assert plan.cell_spec(*deep[:4], 2)["method"] == 4
     assert plan.older() == (
         "fsbench: 3 finished cell repeats were measured with an older method and keep their figures (methods: "
         "recorded): 1 metadata (method 3, now 4: 4: files named as mdtest names them (file.mdtest.<rank>.<i>)); "
-        "1 python (method 1, now 2: 2: each stream bound to a CPU of its own, as IOR's ranks are); 1 python at "
-        "iodepth > 1 (method 2, now 3: 3: each I/O submitted as soon as it is queued, as fio does). New cells are "
+        "1 python (method 1, now 3: 2: each stream bound to a CPU of its own, as IOR's ranks are; 3: buffers in 4 KiB "
+        "pages as fio's and IOR's, not huge pages (io.buffer)); 1 python at iodepth > 1 (method 2, now 4: 3: each "
+        "I/O submitted as soon as it is queued, as fio does; 4: buffers in 4 KiB pages as fio's and IOR's, not huge "
+        "pages (io.buffer)). New cells are "
         "measured with the current method and no verdict compares across methods; `methods: current` measures "
         "them again."
     )
 
     again = Plan(config | {"methods": "current"}, tmp_path)
-    assert again.cell_spec(*deep)["method"] == 3 and again.cell_spec(*shallow)["method"] == 2
+    assert again.cell_spec(*deep)["method"] == 4 and again.cell_spec(*shallow)["method"] == 3
     assert again.older().startswith("fsbench: 3 finished cell repeats measured with an older method are measured again")
     assert Plan(config, tmp_path / "nowhere").older() is None
+
+
+def test_huge_page_buffers_are_a_setting_of_the_cell_where_asked_for():
+    test = "seq-1MiB-direct-1s"
+    assert "buffer" not in Plan(campaign()).cell_spec("local", "a", "ext4", test, "1")
+    huge = Plan(campaign(io=campaign()["io"] | {"buffer": "hugepage"})).cell_spec("local", "a", "ext4", test, "1")
+    assert huge["buffer"] == "hugepage" and CellSpec.from_params(huge).buffer == "hugepage"

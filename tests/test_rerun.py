@@ -120,16 +120,16 @@ def test_each_change_costs_only_its_measurements(scratch, tmp_path):
 
     # The python engine's method bumped on purpose: its cells (all of them here), and nothing else, again.
     engines = other / "scripts/fsbench/engines/table.py"
-    python_now = '"mixed": mixed.run},\n        method=2,'
+    python_now = '"mixed": mixed.run},\n        method=3,'
     assert python_now in engines.read_text(), "the python engine's entry of the table changed: adapt this test"
-    engines.write_text(engines.read_text().replace(python_now, python_now.replace("method=2", "method=3"), 1))
+    engines.write_text(engines.read_text().replace(python_now, python_now.replace("method=3", "method=4"), 1))
     kept = run_campaign(tmp_path, copy.deepcopy(config), "--dry-run", checkout=other)
     # A finished campaign keeps its figures (methods: recorded, the default), and the run says why before any job.
     assert planned(kept) == planned(tables), kept.stdout
     said = [line for line in kept.stderr.splitlines() if "older method" in line]
     assert said == [
         "fsbench: 16 finished cell repeats were measured with an older method and keep their figures "
-        "(methods: recorded): 16 python (method 2, now 3: no change recorded). New cells are measured with the "
+        "(methods: recorded): 16 python (method 3, now 4: no change recorded). New cells are measured with the "
         "current method and no verdict compares across methods; `methods: current` measures them again."
     ], kept.stderr
     # A new block size of that campaign is measured with today's method: only its cells run.

@@ -257,6 +257,7 @@ class CellSpec:
     size: int | None = None
     data: str | None = None
     engine: str | None = None
+    buffer: str | None = None  # io.buffer hugepage, where set (4 KiB pages otherwise)
     method: int | None = None
     cache: str | None = None
     # the time series: its interval, and what judges it (io.log_interval, io.drop, io.steady; only where set)

@@ -157,6 +157,8 @@ def _check_engine(io: dict) -> None:
         raise _fail("io.shared_file", io["shared_file"], allowed)
     if any(d > 1 for d in io["iodepth"]) and (why := can.why_not(engine, can.DEPTH)):
         raise _fail("io.iodepth", io["iodepth"], f"[1] with io.engine {engine} ({why}; use {can.able(can.DEPTH)})")
+    if io["buffer"] == "hugepage" and (why := can.why_not(engine, can.HUGEPAGE)):
+        raise _fail("io.buffer", "hugepage", f"page with io.engine {engine} ({why}; use {can.able(can.HUGEPAGE)})")
 
 
 def _why_no_io_uring() -> str | None:

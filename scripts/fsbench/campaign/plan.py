@@ -142,6 +142,8 @@ class Plan:
             "size": self.io["size"],
             "data": self.io["data"],
             "engine": self.io["engine"],
+            # Huge-page buffers where asked for (io.buffer): the default, 4 KiB pages, is the method's own.
+            **({"buffer": "hugepage"} if self.io["buffer"] == "hugepage" else {}),
             # A deliberate change of how the engine measures (table.ENGINES[...].method) re-measures, unless a
             # finished cell keeps its own (methods: recorded).
             **method_params(self.io["engine"], cell.iodepth),

@@ -44,6 +44,7 @@ class Job:
     pattern: str = "seq"  # seq | rand: rand touches every block once, in an order drawn from `seed`
     direct: bool = False  # O_DIRECT
     data: str = "random"  # random (incompressible) | zero
+    buffer: str = "page"  # the python engine's buffers: page (4 KiB pages, as fio's and IOR's) | hugepage
     seed: int = 0
     iodepth: int = 1  # I/Os in flight per stream: 1 is one call at a time, more go through io_uring
     # Streams sharing one file (shared_file, IOR's N-1): stream slot s moves blocks s, s + slots, s + 2 slots, ...

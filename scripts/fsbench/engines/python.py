@@ -45,18 +45,23 @@ def _buffers(job: Job, reads: int, writes: int) -> tuple[mmap.mmap, int, int]:
     """One page-aligned mapping (fit for O_DIRECT): `reads` blocks to read into, then `writes` blocks of the
     job's data (random: each stream its own bytes) to write from. Returns it and the two parts' addresses.
 
-    Private memory, as fio's (mmap's default, MAP_SHARED, is shmem), aligned to and asking for huge pages: a
-    block within one is physically contiguous, so an O_DIRECT call of 1 MiB reaches the device as one request,
-    not as two or more by the chance of where its 4 KiB pages lie (the queue takes 128 segments; 256 scattered
-    pages make two requests, measured on a loop device). Every page is touched here, outside the measured time.
+    Private memory, as fio's (mmap's default, MAP_SHARED, is shmem), in 4 KiB pages by default (job.buffer page),
+    as fio's and IOR's malloc'd buffers are on a machine whose transparent huge pages are `madvise` (the usual
+    setting), and whatever the machine's setting: an O_DIRECT call of 1 MiB then reaches a loop device as two
+    requests or so (the queue takes 128 segments; 256 scattered pages make two), as theirs do. With job.buffer
+    hugepage, aligned to and asking for huge pages: a block within one is physically contiguous, so such a call is
+    one request, a steadier shape than applications send. Every page is touched here, outside the measured time.
     """
     bs = job.block_size
     size = (reads + writes) * bs
+    huge = job.buffer == "hugepage"
     # Whole huge pages from an aligned start: a huge page must lie entirely within the mapping.
-    buf = mmap.mmap(-1, (-(-size // HUGE_PAGE) + 1) * HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    if hasattr(mmap, "MADV_HUGEPAGE"):
-        buf.madvise(mmap.MADV_HUGEPAGE)  # a hint: 4 KiB pages where the kernel has none to give (THP off)
-    start = -buffer_address(buf) % HUGE_PAGE
+    length = (-(-size // HUGE_PAGE) + 1) * HUGE_PAGE if huge else max(size, mmap.PAGESIZE)
+    buf = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    advice = "MADV_HUGEPAGE" if huge else "MADV_NOHUGEPAGE"
+    if hasattr(mmap, advice):  # a hint: 4 KiB pages where the kernel has no huge page to give (THP off)
+        buf.madvise(getattr(mmap, advice))
+    start = -buffer_address(buf) % HUGE_PAGE if huge else 0
     _fill(buf, start, start + reads * bs, random=False)
     _fill(buf, start + reads * bs, start + size, random=job.data == "random")
     base = buffer_address(buf) + start
@@ -218,7 +223,9 @@ def _describe(job: Job, op: str) -> str:
     call = "pwrite(2)" if op == "write" else "pread(2)"
     if job.iodepth > 1:
         call = f"io_uring IORING_OP_{op.upper()}, {job.iodepth} in flight,"
-    how = f"{job.pattern}, {'O_DIRECT' if job.direct else 'buffered'}" + (", then os.fsync()" if op == "write" else "")
+    pages = "2 MiB huge pages" if job.buffer == "hugepage" else "4 KiB pages"
+    how = f"{job.pattern}, {'O_DIRECT' if job.direct else 'buffered'}, buffers in {pages}"
+    how += ", then os.fsync()" if op == "write" else ""
     where = ", ".join(dict.fromkeys(s.path + (f"@{s.offset}" if s.offset else "") for s in job.streams))
     if job.slots > 1:
         where += f" (shared: stream s moves blocks s, s+{job.slots}, s+{2 * job.slots}, ... of it)"

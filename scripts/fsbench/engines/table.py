@@ -27,6 +27,7 @@ SHARED = "shared_file"  # several streams interleaving blocks in one file
 SHARED_RAND = "shared_file rand"  # ... in a random order
 LATENCY = "latency"  # a time per operation
 TIMESERIES = "timeseries"  # what completed when (bytes and operations per interval)
+HUGEPAGE = "hugepage buffers"  # io.buffer: hugepage
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,8 @@ class Engine:
 ENGINES = {
     "python": Engine(
         {"write": python.write, "read": python.read, "mixed": mixed.run},
-        method=2,  # 2: each stream bound to a CPU of its own (where there are as many), as IOR's ranks are
-        ring_method=3,  # 3: at iodepth > 1 each I/O submitted as soon as it is queued, as fio does
+        method=3,  # see METHOD_HISTORY
+        ring_method=4,
     ),
     "dd": Engine(
         {"write": dd.write, "read": dd.read},
@@ -63,6 +64,7 @@ ENGINES = {
             SHARED_RAND: "dd writes one run of blocks, it cannot interleave",
             LATENCY: "dd reports no per-call times",
             TIMESERIES: "dd reports nothing until it ends",
+            HUGEPAGE: "dd's buffers are its own",
         },
     ),
     "fio": Engine(
@@ -71,6 +73,7 @@ ENGINES = {
             RUNTIME_RAND_WRITE: "fio's random writes cut short by the time leave blocks only fio knows, "
             "so no read could cover exactly them",
             SHARED_RAND: "fio interleaves blocks in a shared file only sequentially",
+            HUGEPAGE: "fio's buffers are its own (its iomem option)",
         },
     ),
 }
@@ -122,10 +125,14 @@ def refuse(engine: str, wanted: list[str]) -> None:
 # a version of its own, metadata or io500): what a run says when a finished campaign's cells hold an older version
 # than the code's (campaign.plan.Plan.older). Add a line with each bump.
 METHOD_HISTORY = {
-    "python": {2: "each stream bound to a CPU of its own, as IOR's ranks are"},
+    "python": {
+        2: "each stream bound to a CPU of its own, as IOR's ranks are",
+        3: "buffers in 4 KiB pages as fio's and IOR's, not huge pages (io.buffer)",
+    },
     "python at iodepth > 1": {
         2: "each stream bound to a CPU of its own, as IOR's ranks are",
         3: "each I/O submitted as soon as it is queued, as fio does",
+        4: "buffers in 4 KiB pages as fio's and IOR's, not huge pages (io.buffer)",
     },
     "metadata": {
         2: "the per-file loop in C, each worker bound to a CPU as mpirun binds mdtest's ranks",

@@ -46,6 +46,7 @@ def job_for(target: Target, cell: CellSpec, workdir, op: str, written: list[int]
         pattern=pattern,
         direct=direct,
         data=cell.data,
+        buffer=cell.buffer or "page",
         seed=seed,
         iodepth=cell.iodepth or 1,
         slots=(cell.slots or n) if shared else 1,
