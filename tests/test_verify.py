@@ -1,0 +1,112 @@
+"""io.verify at the engine: a verified read finds what was written, and names what it found where it was not
+(zeros, another offset's block, an older write's, flipped bits), on real files; a reader in another process
+checks what the writer wrote (read_from: other across hosts, at the engine)."""
+
+import multiprocessing
+import os
+from dataclasses import replace
+
+import pytest
+
+from fsbench.engines import python as engine
+from fsbench.engines import table, verify
+from fsbench.engines.job import Job, Stream
+
+MiB = 2**20
+MARK = verify.mark("test", "seq-64KiB")
+
+
+def verified(tmp_path, n=1, nonce=1, **kw) -> Job:
+    streams = tuple(Stream(str(tmp_path / f"s{i}")) for i in range(n))
+    job = Job(streams, 4 * MiB, kw.pop("bs", 64 * 2**10), seed=7, **kw)
+    return replace(job, verify=verify.signatures(7, nonce, n), mark=MARK)
+
+
+def damage(path, offset: int, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, offset)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("depth", [1, 8])
+def test_a_clean_read_finds_nothing_and_times_its_check_apart(tmp_path, depth):
+    job = verified(tmp_path, 2, iodepth=depth)
+    engine.write(job)
+    r = engine.read(job)
+    assert r["bad_blocks"] == 0 and r["first_bad_found"] == "" and r["verify_seconds"] > 0
+    assert "checked" in r["command"]
+    assert all(s["verify"]["bad_blocks"] == 0 for s in r["streams"])
+
+
+@pytest.mark.parametrize("depth", [1, 8])
+def test_each_kind_of_bad_block_is_found_at_its_offset_and_named(tmp_path, depth):
+    job = verified(tmp_path, iodepth=depth)
+    path, bs = job.streams[0].path, job.block_size
+    engine.write(job)
+    clean = open(path, "rb").read()
+    cases = {  # where, what is written there, what the read must say
+        "flip": (5 * bs + 1000, bytes([clean[5 * bs + 1000] ^ 0x10]), "1 bit(s) flipped"),
+        "zero": (9 * bs, bytes(bs), "zeros"),
+        "moved": (12 * bs, clean[3 * bs : 4 * bs], f"the block of offset {3 * bs}"),
+        "garbage": (20 * bs, os.urandom(bs), "garbage"),
+    }
+    for where, data, said in cases.values():
+        open(path, "r+b").write(clean)  # back to clean
+        damage(path, where, data)
+        r = engine.read(job)
+        assert (r["bad_blocks"], r["first_bad_offset"], r["first_bad_found"]) == (1, where, said)
+    # an older write of the same cell (another nonce): every block is found, as an older signature
+    engine.write(replace(job, verify=verify.signatures(7, 2, 1)))
+    r = engine.read(job)
+    assert (r["bad_blocks"], r["first_bad_offset"], r["first_bad_found"]) == (64, 0, "an older signature")
+
+
+def test_two_bad_blocks_the_lowest_is_told_and_both_counted(tmp_path):
+    job = verified(tmp_path, pattern="rand")
+    path, bs = job.streams[0].path, job.block_size
+    engine.write(job)
+    damage(path, 40 * bs + 7, b"\xff")
+    damage(path, 2 * bs, bytes(bs))
+    r = engine.read(job)
+    assert (r["bad_blocks"], r["first_bad_offset"], r["first_bad_found"]) == (2, 2 * bs, "zeros")
+
+
+def test_a_verified_write_is_still_incompressible_and_every_piece_carries_its_header(tmp_path):
+    import zlib
+
+    job = verified(tmp_path)
+    engine.write(job)
+    data = open(job.streams[0].path, "rb").read()
+    assert len(zlib.compress(data[: 2**17])) > 0.99 * 2**17
+    for piece in range(0, len(data), 4096):
+        off, magic, mark, sig = verify.HEADER.unpack_from(data, piece)
+        assert (off, magic, mark, sig) == (piece // job.block_size * job.block_size, verify.MAGIC, MARK, job.verify[0])
+
+
+def _write_elsewhere(job: Job) -> None:
+    engine.write(job)
+
+
+def test_a_reader_in_another_process_checks_what_the_writer_wrote(tmp_path):
+    """read_from: other across hosts, at the engine: the writer is another process (spawned: nothing of this one's
+    memory); the reader has only the write's signatures, as a host has only the other's write record."""
+    job = verified(tmp_path, 2)
+    writer = multiprocessing.get_context("spawn").Process(target=_write_elsewhere, args=(job,))
+    writer.start()
+    writer.join()
+    assert writer.exitcode == 0
+    # host i reads what host i+1 wrote: the streams, and their signatures, taken the other way round
+    other = replace(job, streams=job.streams[::-1], verify=job.verify[::-1])
+    assert engine.read(other)["bad_blocks"] == 0
+    # a reader given its own stream's signatures (reading the other's data as if its own) is told so
+    crossed = replace(job, streams=job.streams[::-1])
+    r = engine.read(crossed)
+    assert r["bad_blocks"] == 128 and r["first_bad_found"] == "another stream's block"
+
+
+@pytest.mark.parametrize("name", ["dd", "fio"])
+def test_engines_that_cannot_check_are_refused_naming_the_one_that_can(tmp_path, name):
+    with pytest.raises(ValueError, match=f"^{name} engine: .*; use engine python$"):
+        table.run(name, "read", verified(tmp_path))
