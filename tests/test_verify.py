@@ -8,9 +8,12 @@ from dataclasses import replace
 
 import pytest
 
+from fsbench.campaign.config import ConfigError, validate
+from fsbench.campaign.plan import Plan
 from fsbench.engines import python as engine
 from fsbench.engines import table, verify
 from fsbench.engines.job import Job, Stream
+from fsbench.engines.metadata import MetaJob, make_trees, run_phase
 
 MiB = 2**20
 MARK = verify.mark("test", "seq-64KiB")
@@ -110,3 +113,66 @@ def test_a_reader_in_another_process_checks_what_the_writer_wrote(tmp_path):
 def test_engines_that_cannot_check_are_refused_naming_the_one_that_can(tmp_path, name):
     with pytest.raises(ValueError, match=f"^{name} engine: .*; use engine python$"):
         table.run(name, "read", verified(tmp_path))
+
+
+def campaign(**io) -> dict:
+    return {
+        "campaign": "v",
+        "scratch": "/var/tmp/fsbench-verify-test",
+        "arrays": {"a": {"kind": "loop", "size": "1GiB"}},
+        "filesystems": {"ext4": {"type": "ext4"}},
+        "io": {"size": "64MiB", "block_sizes": ["64KiB"], "repeats": 2} | io,
+        "metadata": {"files": 100},
+    }
+
+
+def test_verify_is_a_cell_key_only_where_true_so_unverified_cells_keep_their_params():
+    before = Plan(validate(campaign()))
+    off = Plan(validate(campaign(verify=False)))
+    on = Plan(validate(campaign(verify=True)))
+    for test in (before.tests[0], next(t for t in before.tests if t.startswith("meta"))):
+        spec = before.cell_spec("local", "a", "ext4", test, "1")
+        assert "verify" not in spec and off.cell_spec("local", "a", "ext4", test, "1") == spec
+        assert on.cell_spec("local", "a", "ext4", test, "1") == spec | {"verify": True}
+
+
+@pytest.mark.parametrize(
+    ("io", "message"),
+    [
+        (
+            {"engine": "dd"},
+            r"'io.verify': value true .*false with io.engine dd \(dd cannot check .*use io.engine python\)",
+        ),
+        (
+            {"engine": "fio"},
+            r"'io.verify': value true .*false with io.engine fio \(fio checks .*use io.engine python\)",
+        ),
+        ({"data": "zero"}, r"'io.verify': value true .*false with io.data zero"),
+        ({"block_sizes": ["16B"]}, r"'io.block_sizes\[0\]': value '16B' .*multiple of 32 bytes with io.verify"),
+        ({"verify": "yes"}, r"'io.verify': value 'yes'"),
+    ],
+)
+def test_a_verify_that_cannot_be_done_is_refused_in_one_line_naming_the_key(io, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        validate(campaign(**({"verify": True} | io)))
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("file_size", [0, 5, 4096])
+def test_the_metadata_reads_check_their_files_bytes(tmp_path, file_size):
+    job = MetaJob(str(tmp_path), streams=2, files=30, file_size=file_size, dirs=2, verify=verify.signatures(1, 2, 1)[0])
+    make_trees(job)
+    run_phase(job, "create")
+    clean = run_phase(job, "read")
+    assert clean["bad_blocks"] == 0 and "checked" in clean["command"]
+    if file_size:
+        for stream, i in ((1, 17), (1, 4), (0, 29)):
+            with open(job.path(stream, i), "r+b") as f:
+                f.seek(file_size - 1)
+                last = f.read(1)[0]
+                f.seek(file_size - 1)
+                f.write(bytes([last ^ 1]))
+        bad = run_phase(job, "read")
+        assert bad["bad_blocks"] == 3
+        assert bad["first_bad_found"] == f"file {job.path(0, 29)} not as made"  # the lowest stream's, as offsets
+        assert [s["verify"]["first_bad_found"] for s in bad["streams"]][1] == f"file {job.path(1, 4)} not as made"

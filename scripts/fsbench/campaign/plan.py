@@ -101,6 +101,8 @@ class Plan:
             "test": test,
             "size": self.io["size"],
             "data": self.io["data"],
+            # Verified cells only: an unverified cell keeps the params it had.
+            **({"verify": True} if self.io["verify"] else {}),
             "engine": self.io["engine"],
             # A deliberate change of how the engine measures (table.ENGINES[...].method) re-measures.
             **method_params(self.io["engine"], cell.iodepth),
@@ -123,6 +125,7 @@ class Plan:
             "rep": cell.rep,
             "test": test,
             "data": self.io["data"],
+            **({"verify": True} if self.io["verify"] else {}),
             "engine": "python",
             **method_params("metadata"),
             "cache": self.io["cache"],
