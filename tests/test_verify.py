@@ -2,10 +2,13 @@
 (zeros, another offset's block, an older write's, flipped bits), on real files; a reader in another process
 checks what the writer wrote (read_from: other across hosts, at the engine)."""
 
+import json
 import multiprocessing
 import os
+import re
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 
 from fsbench.campaign.config import ConfigError, validate
@@ -14,6 +17,8 @@ from fsbench.engines import python as engine
 from fsbench.engines import table, verify
 from fsbench.engines.job import Job, Stream
 from fsbench.engines.metadata import MetaJob, make_trees, run_phase
+
+from conftest import needs_root, run_campaign, slow_device
 
 MiB = 2**20
 MARK = verify.mark("test", "seq-64KiB")
@@ -176,3 +181,55 @@ def test_the_metadata_reads_check_their_files_bytes(tmp_path, file_size):
         assert bad["bad_blocks"] == 3
         assert bad["first_bad_found"] == f"file {job.path(0, 29)} not as made"  # the lowest stream's, as offsets
         assert [s["verify"]["first_bad_found"] for s in bad["streams"]][1] == f"file {job.path(1, 4)} not as made"
+
+
+# The corrupting device (tests/slowdev.py's Faults): a raw campaign of two streams of 8 MiB, in 1 MiB blocks, on a
+# device that loses the page at DROP (stream 0's region) and flips a bit at FLIP (stream 1's), held at a rate that
+# keeps every write and read over a second (no `short` flag to hide behind).
+DROP, FLIP = 3 * MiB + 64 * 2**10, 8 * MiB + 5 * MiB + 12345
+RATE = 12 * 10**6
+
+
+def lossy_campaign(dev: str, scratch) -> dict:
+    return {
+        "campaign": "lossy",
+        "scratch": str(scratch),
+        "arrays": {"disk": {"kind": "device", "device": dev}},
+        "allow_destroy": [dev],
+        "raw": True,
+        "filesystems": {},
+        "io": {"size": "8MiB", "block_sizes": ["1MiB"], "streams": [2], "verify": True, "repeats": 1},
+    }
+
+
+def read_row_and_record(workdir):
+    df = pd.read_csv(workdir / "results/lossy/measurements.csv")
+    read = df[df["op"] == "read"].iloc[0]
+    return read, json.loads((workdir / read["record"]).read_text()), df
+
+
+@needs_root
+@pytest.mark.e2e
+def test_a_campaign_finds_the_lost_and_the_flipped_write_at_their_offsets_from_cold_reads(ram_scratch, tmp_path):
+    faults = {"drop": DROP, "flip": FLIP}
+    with slow_device(ram_scratch / "lossy", 32 * MiB, RATE, faults) as lossy:
+        run_campaign(tmp_path / "lossy", lossy_campaign(lossy.dev, ram_scratch / "c1"))
+    read, record, df = read_row_and_record(tmp_path / "lossy")
+    assert read["cached_before"] == 0  # a dropped write cannot have come back from the page cache
+    assert (read["bad_blocks"], read["first_bad_offset"], read["first_bad_found"]) == (2, DROP, "zeros")
+    assert "corrupt" in read["flags"] and not read["valid"] and "corrupt" in read["invalid_reasons"]
+    found = [(s["verify"]["first_bad_offset"], s["verify"]["first_bad_found"]) for s in record["streams"]]
+    assert found == [(DROP, "zeros"), (FLIP, "1 bit(s) flipped")]
+    write = df[df["op"] == "write"].iloc[0]
+    assert pd.isna(write["bad_blocks"]) and "corrupt" not in str(write["flags"])  # a write has nothing to check
+    page = (tmp_path / "lossy/results/lossy/summary.html").read_text()
+    # where the read's figure stands: its cell marked not valid, the flag beside the figure
+    cell = r'<td class="invalid"><span class="invalid-mark">not valid(?:(?!</td>).)*>corrupt</span></td>'
+    assert re.search(cell, page)
+
+    with slow_device(ram_scratch / "clean", 32 * MiB, RATE) as clean:  # the same campaign on storage that keeps all
+        run_campaign(tmp_path / "clean", lossy_campaign(clean.dev, ram_scratch / "c2"))
+    read, record, _ = read_row_and_record(tmp_path / "clean")
+    assert read["cached_before"] == 0 and read["bad_blocks"] == 0 and read["valid"], read["flags"]
+    assert pd.isna(read["first_bad_offset"]) and read["verify_seconds"] > 0
+    assert "corrupt" not in (tmp_path / "clean/results/lossy/summary.html").read_text()

@@ -85,7 +85,7 @@ struct fsb_out {
     int64_t series_ns;     /* the bins' final width (series_ns × 10^k) */
     int64_t series_used;   /* bins up to the last one holding anything */
     /* verify: blocks read that were not as written; of the lowest of them: its offset, the byte where it first
-       differs, how many bits differ, the 32 bytes of the piece holding that byte, whether it was all zeros */
+       differs, how many bits differ, the 32 bytes of the piece holding that byte, whether that piece was zeros */
     int64_t bad_blocks, bad_block, first_bad, bad_bits, found[4];
     int64_t check_ns;      /* the checks' own time, outside every call's */
     int32_t bad_zero, pad;
@@ -185,10 +185,11 @@ static void check(const struct fsb_io *io, const char *got, int64_t off, struct 
         if (x && first < 0)
             first = k;
         bits += __builtin_popcount(x);
-        zero &= !got[k];
     }
     if (first % every < 32) /* a header is one thing (offset, magic, mark, signature): it is bad from its start */
         first -= first % every;
+    for (int64_t k = first / every * every; k < bs && k < (first / every + 1) * every; k++)
+        zero &= !got[k]; /* the piece (a page, as a lost page write leaves it) */
     o->bad_block = off;
     o->first_bad = off + first;
     o->bad_bits = bits;

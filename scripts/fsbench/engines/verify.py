@@ -49,9 +49,10 @@ def stamp_pool(block: bytearray | memoryview, every: int, mark_: int, signature:
 
 
 def found(out, expected: tuple[int, ...], mark_: int, signature: int) -> str:
-    """What the lowest bad block held, in words: zeros, garbage, another cell's or an older write's block,
-    another stream's or another offset's, or this block with bits flipped. `out` is loops.Out after a verified
-    read; `expected` every signature of the write (another stream's is named as such)."""
+    """What the lowest bad block held where it first differs (that piece), in words: zeros, garbage, another
+    cell's or an older write's block, another stream's or another offset's, or this block with bits flipped.
+    `out` is loops.Out after a verified read; `expected` every signature of the write (another stream's is named
+    as such)."""
     offset, magic, their_mark, their_signature = (out.found[i] for i in range(4))
     if out.bad_zero:
         return "zeros"
