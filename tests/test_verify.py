@@ -13,8 +13,8 @@ import pytest
 
 from fsbench.campaign.config import ConfigError, validate
 from fsbench.campaign.plan import Plan
+from fsbench.engines import mixed, table, verify
 from fsbench.engines import python as engine
-from fsbench.engines import table, verify
 from fsbench.engines.job import Job, Stream
 from fsbench.engines.metadata import MetaJob, make_trees, run_phase
 
@@ -233,3 +233,15 @@ def test_a_campaign_finds_the_lost_and_the_flipped_write_at_their_offsets_from_c
     assert read["cached_before"] == 0 and read["bad_blocks"] == 0 and read["valid"], read["flags"]
     assert pd.isna(read["first_bad_offset"]) and read["verify_seconds"] > 0
     assert "corrupt" not in (tmp_path / "clean/results/lossy/summary.html").read_text()
+
+
+@pytest.mark.parametrize("depth", [1, 4])
+def test_a_mix_checks_its_reads_of_blocks_laid_down_or_written_by_the_mix_itself(tmp_path, depth):
+    job = verified(tmp_path, 2, iodepth=depth)
+    engine.write(job)  # the layout
+    found = mixed.run(replace(job, pattern="rand"), 50)
+    assert found["read"]["bad_blocks"] == 0 and found["read"]["verify_seconds"] > 0
+    assert "bad_blocks" not in found["write"]
+    damage(job.streams[1].path, 0, bytes(4096))
+    found = mixed.run(replace(job, pattern="seq"), 100)  # every block read: the damaged one is found
+    assert (found["read"]["bad_blocks"], found["read"]["first_bad_offset"]) == (1, 0)
