@@ -134,6 +134,9 @@ CHANGES = [
     ("io.repeats", {}, 5, "context", "io"),
     ("io.cache", {}, "fadvise", "series", "io"),
     ("io.data", {}, "zero", "series", "io"),
+    ("io.verify", {"io.engine": "python"}, True, "series", "io"),
+    # the metadata test's reads check their bytes too
+    ("io.verify", META | {"io.engine": "python"}, True, "series", "metadata"),
     ("hosts", {}, ["n1"], "context", "io"),  # the host a row was measured on is the key (host="h" here)
     ("exclusive", {}, True, "context", "io"),
     ("hosts_parallel", {}, False, "context", "io"),
