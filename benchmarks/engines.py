@@ -28,6 +28,12 @@ Snakemake starts them, on the same array; its figures are the records' rows. Bes
 requests the device completed per call (/sys/block/<dev>/stat): how the kernel split each call, which depends on
 where the buffer's pages lie (see docs/bench-engines.md).
 
+io.verify's cost (issue 41): the python engine's write and read of the same bytes with and without io.verify, on
+the same device, paired in each round (which goes first alternates), called directly: the figures, the verified
+over the plain figure per round (median, range), the plain figure's own spread over the rounds beside it (the
+check must not move the figure further than the machine moves it), and the check's CPU per GB (verify_seconds:
+the checks run on the stream's own CPU, outside its calls) beside the whole CPU s/GB of each.
+
 Prints the tables and writes them to docs/bench-engines.md. About 5 minutes. SMOKE=1: every row once on a
 64 MiB device, the tables printed and nothing written (under a minute). Root: it attaches a loop device
 under a tempdir in /dev/shm and releases it (and removes the image) at the end, also on failure.
@@ -44,7 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -57,7 +63,7 @@ from fsbench.campaign.cells import LOCAL, CellSpec, array_dir  # noqa: E402
 from fsbench.campaign.cells import Cell as CampaignCell  # noqa: E402
 from fsbench.campaign.config import validate  # noqa: E402
 from fsbench.campaign.plan import Plan  # noqa: E402
-from fsbench.engines import table  # noqa: E402
+from fsbench.engines import table, verify  # noqa: E402
 from fsbench.engines.job import Job, Stream  # noqa: E402
 from fsbench.measurement import steps  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
@@ -385,6 +391,85 @@ def render_campaign(figures: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- io.verify's cost --------------------------------------------------------------------------
+
+VERIFY_DEPTH32 = 32
+
+
+def verify_cells(dev: str) -> list[Cell]:
+    """What io.verify is measured on: sequential 64 KiB and 1 MiB, 4 KiB random at QD1 and QD32."""
+    seq = [(f"{format_size(bs)}, sequential, QD1", seq_job(dev, bs)) for bs in (64 * KiB, MiB)]
+    rand = [(f"{format_size(IOPS_BS)}, random, QD{d}", rand_job(dev, d, IOPS_SIZE[d])) for d in DEPTHS]
+    return [Cell(f"{op}, {label}", op, job, "") for label, job in seq + rand for op in ("write", "read")]
+
+
+def verified_run(op: str, job: Job) -> tuple[Figure, float]:
+    """python(op, job), and the check's own seconds (a read's verify_seconds; 0 for a write, which stamps)."""
+    before = cpu_self()
+    result = table.run("python", op, job)
+    cpu = cpu_self() - before
+    if result["bytes"] != job.size or result.get("bad_blocks", 0):
+        raise RuntimeError(
+            f"python {op} (verify: {bool(job.verify)}) moved {result['bytes']} of {job.size} bytes, "
+            f"{result.get('bad_blocks', 0)} bad blocks"
+        )
+    seconds = result["seconds_durable"] if op == "write" else result["seconds"]
+    return Figure(result["bytes"], result["ops"], seconds, cpu), result.get("verify_seconds", 0.0)
+
+
+def with_and_without_verify(dev: str) -> dict:
+    """{cell: [(plain, verified, the check's seconds) per round]}: each cell's write then read (a verified read
+    reads a verified write), plain first in even rounds, verified first in odd ones."""
+    figures = {}
+    for rnd in range(ROUNDS):
+        for write, read in zip(*[iter(verify_cells(dev))] * 2, strict=True):
+            signed, mark = verify.signatures(rnd, 1, 1), verify.mark(CAMPAIGN, write.label)  # the read's: the write's
+            runs = {}
+            for checked in (False, True) if rnd % 2 == 0 else (True, False):
+                for cell in (write, read):
+                    job = replace(cell.job, verify=signed, mark=mark) if checked else cell.job
+                    runs[cell, checked] = verified_run(cell.op, job)
+            for cell in (write, read):
+                (plain, _), (checked, check_s) = runs[cell, False], runs[cell, True]
+                figures.setdefault(cell, []).append((plain, checked, check_s))
+        log(f"io.verify: round {rnd + 1}/{ROUNDS} done")
+    return figures
+
+
+def render_verify(figures: dict) -> str:
+    lines = [
+        "## io.verify: what checking costs",
+        "",
+        "The python engine called directly on the same device (`table.run`, O_DIRECT, one stream), each row's write "
+        "and then read of the same bytes without and with io.verify (the verified read checks the verified write), "
+        f"paired in each of {ROUNDS} rounds (plain first in even rounds, verified first in odd). Verified/plain: the "
+        "median of the per-round ratios (range). Spread: (highest - lowest) / median of the plain figure over the "
+        "rounds, the machine's own; goal (issue 41): the ratio within 1 ± that spread. Check CPU s/GB: the checks' "
+        "own time (`verify_seconds`, on the stream's bound CPU, outside its calls) per 10^9 bytes read; a write "
+        "stamps only its offset, as a plain one (the rest of the header is in the pool before the start line). "
+        "At QD1 a read's figure leaves the checks' time out (the device waits meanwhile); at QD32 the checks overlap "
+        "what is in flight and stay in it.",
+        "",
+        "| io.verify | plain | verified | verified/plain | range | spread (plain) | within | check CPU s/GB | "
+        "CPU s/GB plain | verified |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for cell, runs in figures.items():
+        value = (lambda f: f.iops) if cell.iops else (lambda f: f.rate)
+        ratios = [value(v) / value(p) for p, v, _ in runs]
+        plain = [value(p) for p, _, _ in runs]
+        within = abs(med(ratios) - 1) <= spread(plain)
+        check = f"{med(s / (v.bytes / 1e9) for _, v, s in runs):.3f}" if cell.op == "read" else "–"
+        checked = rate_text(med(value(v) for _, v, _ in runs), cell.iops)
+        lines.append(
+            f"| {cell.label} | {rate_text(med(plain), cell.iops)} | {checked} "
+            f"| {med(ratios):.2f} | {min(ratios):.2f}–{max(ratios):.2f} | {spread(plain):.2f} | "
+            f"{'yes' if within else 'no'} | {check} | "
+            f"{med(cpu_per_gb(p) for p, _, _ in runs):.2f} | {med(cpu_per_gb(v) for _, v, _ in runs):.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 # --- report --------------------------------------------------------------------------------------
 
 
@@ -481,12 +566,13 @@ def main() -> int:
             with waker():
                 woken = judged(dev, qd1_cells(dev))
             through = through_campaign(scratch, record, dev)
+            checked = with_and_without_verify(dev)
         finally:
             devices.release(scratch)
             shutil.rmtree(scratch, ignore_errors=True)
     end_load = os.getloadavg()[0]
     text = render_judged(figures, load, end_load, started, memory) + "\n" + render_woken(woken)
-    text += "\n" + render_campaign(through)
+    text += "\n" + render_campaign(through) + "\n" + render_verify(checked)
     print(text)
     if SMOKE:
         log("SMOKE=1: nothing written")

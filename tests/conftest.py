@@ -386,11 +386,12 @@ def slow_unavailable() -> str | None:
     return slowdev.unavailable()
 
 
-def slow_device(folder: Path, size: int, rate: int):
-    """A SlowDevice (.dev, .set_rate) of `size` bytes at `rate` bytes/s, its files under `folder`."""
-    if reason := slow_unavailable():
+def slow_device(folder: Path, size: int, rate: int, faults: dict | None = None):
+    """A SlowDevice (.dev, .set_rate) of `size` bytes at `rate` bytes/s, its files under `folder`; with `faults`
+    ({"drop": offset, "flip": offset}) one that loses and damages writes there (slowdev.Faults)."""
+    if reason := slowdev.fuse_unavailable() if faults else slow_unavailable():
         missing("throttle", reason)
-    return slowdev.slow_device(folder, size, rate)
+    return slowdev.slow_device(folder, size, rate, faults)
 
 
 def proc_state(pid: int) -> str | None:

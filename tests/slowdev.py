@@ -8,11 +8,16 @@ change while it runs: the tests' one throttle, whatever backs it.
   it is sent (direct_io: no page cache between the loop device and the pacing) and reads its rate from RATEFILE
   whenever that file changes.
 
+A device that loses data (`faults`, FUSE only): the server drops the DROPPED bytes at one offset from every write
+over them (the device says it wrote them; they keep what was there before) and flips the lowest bit of the byte at
+another in every write over it, as a bad spot of a disk would (Faults).
+
 (cgroup v2's io.max would need the test's processes in a cgroup of their own where the io controller is enabled;
 this VM binds the io controller to v1, so that way could not be proven here and is not offered.)
 """
 
 import errno
+import json
 import os
 import stat
 import subprocess
@@ -25,6 +30,7 @@ from pathlib import Path
 BLKIO = Path("/sys/fs/cgroup/blkio")
 LIMITS = [BLKIO / "blkio.throttle.write_bps_device", BLKIO / "blkio.throttle.read_bps_device"]
 DISK = "disk"  # the FUSE filesystem's one file
+DROPPED = 4096  # bytes a dropped write loses: one page
 
 
 def fuse_unavailable() -> str | None:
@@ -103,11 +109,12 @@ class SlowDevice:
 
 
 @contextmanager
-def slow_device(folder: Path, size: int, rate: int):
+def slow_device(folder: Path, size: int, rate: int, faults: dict | None = None):
     """A SlowDevice of `size` bytes at `rate`, its files under `folder` (made here); detached, unmounted and
-    stopped afterwards, also when the body fails."""
+    stopped afterwards, also when the body fails. `faults` ({"drop": offset, "flip": offset}, either): a FUSE
+    device that loses and damages the writes there (Faults)."""
     folder.mkdir(parents=True)
-    if backend() == "blkio":
+    if backend() == "blkio" and not faults:
         image = folder / "image"
         with image.open("wb") as f:
             f.truncate(size)
@@ -126,9 +133,12 @@ def slow_device(folder: Path, size: int, rate: int):
     with (store / DISK).open("wb") as f:
         f.truncate(size)
     rate_file.write_text(f"{int(rate)}\n")
+    (folder / "faults.json").write_text(json.dumps(faults or {}))
     log = (folder / "server.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, __file__, str(store), str(mount), str(rate_file)], stdout=log, stderr=subprocess.STDOUT
+        [sys.executable, __file__, str(store), str(mount), str(rate_file), str(folder / "faults.json")],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     dev = None
     try:
@@ -187,10 +197,29 @@ class Pacer:
         time.sleep(max(0.0, until - time.monotonic()))
 
 
-def serve(store: Path, mount: Path, rate_file: Path) -> None:
+class Faults:
+    """What a broken device does to a write of `data` at `offset`: the DROPPED bytes at `drop` keep what the store
+    held (the write is acknowledged, not stored), the byte at `flip` is stored with its lowest bit flipped."""
+
+    def __init__(self, drop: int | None = None, flip: int | None = None):
+        self.drop, self.flip = drop, flip
+
+    def apply(self, fd: int, data: bytes, offset: int) -> bytes:
+        end = offset + len(data)
+        if self.flip is not None and offset <= self.flip < end:
+            data = bytearray(data)
+            data[self.flip - offset] ^= 1
+        if self.drop is not None and (lo := max(offset, self.drop)) < (hi := min(end, self.drop + DROPPED)):
+            data = bytearray(data)
+            data[lo - offset : hi - offset] = os.pread(fd, hi - lo, lo).ljust(hi - lo, b"\0")
+        return data
+
+
+def serve(store: Path, mount: Path, rate_file: Path, faults_file: Path | None = None) -> None:
     import mfusepy
 
     pacer, image = Pacer(rate_file), store / DISK
+    faults = Faults(**json.loads(faults_file.read_text())) if faults_file else Faults()
     fd = os.open(image, os.O_RDWR)
 
     class SlowFS(mfusepy.Operations):
@@ -216,7 +245,8 @@ def serve(store: Path, mount: Path, rate_file: Path) -> None:
 
         def write(self, path, data, offset, fh):
             pacer.wait("write", len(data))
-            return os.pwrite(fd, data, offset)
+            os.pwrite(fd, faults.apply(fd, data, offset), offset)
+            return len(data)
 
         def truncate(self, path, length, fh=None):
             raise mfusepy.FuseOSError(errno.EPERM)  # a disk keeps its size
@@ -232,4 +262,4 @@ def serve(store: Path, mount: Path, rate_file: Path) -> None:
 
 
 if __name__ == "__main__":
-    serve(*map(Path, sys.argv[1:4]))
+    serve(*map(Path, sys.argv[1:5]))

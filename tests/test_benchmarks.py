@@ -46,6 +46,8 @@ def test_bench_engines_runs():
     assert "| randwrite, 4KiB, QD32 (fio io_uring) |" in out
     woken = out.split("## 4 KiB QD1 beside a process that wakes every 10 ms")[1].split("## The campaign path")[0]
     assert "| randread, 4KiB, QD1 (fio psync) |" in woken and "| randwrite, 4KiB, QD1 (fio psync) |" in woken
+    checked = out.split("## io.verify: what checking costs")[1]
+    assert "| write, 64KiB, sequential, QD1 |" in checked and "| read, 4KiB, random, QD32 |" in checked
     left = subprocess.run(["pgrep", "-f", "time.sleep\\(0.01\\)"], capture_output=True, text=True).stdout
     assert not left, f"bench-engines left its waking process: {left}"
 

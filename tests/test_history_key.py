@@ -135,6 +135,9 @@ CHANGES = [
     ("io.cache", {}, "fadvise", "series", "io"),
     ("io.data", {}, "zero", "series", "io"),
     ("io.buffer", {"io.engine": "python"}, "hugepage", "series", "io"),
+    ("io.verify", {"io.engine": "python"}, True, "series", "io"),
+    # the metadata test's reads check their bytes too
+    ("io.verify", META | {"io.engine": "python"}, True, "series", "metadata"),
     ("hosts", {}, ["n1"], "context", "io"),  # the host a row was measured on is the key (host="h" here)
     ("exclusive", {}, True, "context", "io"),
     ("hosts_parallel", {}, False, "context", "io"),

@@ -63,7 +63,7 @@ def campaign(tmp_path_factory):
                 "scratch": str(scratch),
                 "hosts": [HERE, OTHER],
                 "arrays": {"g": {"kind": "path", "path": str(shared), "all_hosts": True}},
-                "io": {"size": "8MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise"},
+                "io": {"size": "8MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise", "verify": True},
                 "io500": IO500,
             }
             run_campaign(workdir, config, *SLURM_PROFILE, env=env)
@@ -86,6 +86,7 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
     for op in ("write", "read"):
         whole = df[(df.host == "all") & (df.op == op)].iloc[0]
         assert whole.bytes == 2 * SIZE and whole.mb_s > 0
+        assert whole.bad_blocks == 0 if op == "read" else math.isnan(whole.bad_blocks)  # both hosts' checks
         parts = df[df.host.str.endswith("@all") & (df.op == op)]
         assert sorted(parts.host) == sorted([f"{HERE}@all", f"{OTHER}@all"]) and (parts.bytes == SIZE).all()
         folder = workdir / Path(whole.record).relative_to("results/shared").parent / "hosts"
@@ -101,6 +102,13 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
             assert stream["bytes"] == SIZE
             if op == "read":
                 assert [r["written_by"] for r in part["read_from"]] == [f"{other} stream 0"]
+                # io.verify: every block checked against what the other host's write record says it stamped (each
+                # host drew signatures of its own), and found as written
+                theirs = json.loads((folder / f"{other}-write.json").read_text())["verify"]["signatures"]
+                mine = json.loads((folder / f"{host}-write.json").read_text())["verify"]["signatures"]
+                assert theirs != mine and "checked" in part["command"]
+                assert part["row"]["bad_blocks"] == 0 and part["row"]["verify_seconds"] > 0
+                assert "corrupt" not in part["row"]["flags"]
             array = json.loads((workdir / "runs" / host / "g" / "array.json").read_text())
             assert array["machine"]["host"] == host
             assert array["state"]["info"] == [

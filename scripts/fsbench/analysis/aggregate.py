@@ -30,7 +30,7 @@ def measurements(paths: list[str]) -> pd.DataFrame:
     rows = []
     for path in record_paths(paths):
         rec = read_json(path)
-        made = {"method": rec["cell"].get("method", 1), "command": rec["command"], "record": str(path)}
+        made = {"method": rec.get("cell", {}).get("method", 1), "command": rec["command"], "record": str(path)}
         # A metadata record holds a row per phase; a measurement record one.
         rows += [row | made for row in rows_of(rec)]
         # An all-hosts cell also keeps each host's own figure, as host '<name>@all'.

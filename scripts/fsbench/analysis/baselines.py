@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from fsbench.engines.ddlog import parse_dd_log
+from fsbench.engines.verify import COLUMNS as VERIFY_COLUMNS
 from fsbench.measurement.rows import COLUMNS, rate
 from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS
 
@@ -67,6 +68,7 @@ def dd_log_rows(name: str, text: str) -> list[dict]:
                 "ops": ops,
                 "iops": ops / run["seconds"] if run["seconds"] > 0 else math.nan,
                 **dict.fromkeys([*LATENCY_COLUMNS, "cpu_s_per_gb", "device_bytes", "write_amplification"], math.nan),
+                **dict.fromkeys(VERIFY_COLUMNS, math.nan),  # dd checks nothing
                 "flags": run["flags"],
             }
         )

@@ -256,6 +256,7 @@ class CellSpec:
     runtime: float | None = None
     size: int | None = None
     data: str | None = None
+    verify: bool | None = None  # io.verify, where true
     engine: str | None = None
     buffer: str | None = None  # io.buffer hugepage, where set (4 KiB pages otherwise)
     method: int | None = None

@@ -161,6 +161,21 @@ def _check_engine(io: dict) -> None:
         raise _fail("io.buffer", "hugepage", f"page with io.engine {engine} ({why}; use {can.able(can.HUGEPAGE)})")
 
 
+def _check_verify(io: dict) -> None:
+    """io.verify: an engine that checks what it reads, data that can carry a stamp, a header (32 bytes) per piece."""
+    engine = io["engine"]
+    if why := table.why_not(engine, table.VERIFY):
+        raise _fail(
+            "io.verify", True, f"false with io.engine {engine} ({why}; use io.engine {table.able(table.VERIFY)})"
+        )
+    if io["data"] != "random":
+        raise _fail("io.verify", True, f"false with io.data {io['data']} (a verified block is stamped: not all zeros)")
+    for i, bs in enumerate(io["block_sizes"]):
+        if bs % 32:
+            allowed = "a multiple of 32 bytes with io.verify (every 4 KiB carries a 32-byte header)"
+            raise _fail(f"io.block_sizes[{i}]", format_size(bs), allowed)
+
+
 def _why_no_io_uring() -> str | None:
     from fsbench.engines.uring import why_unavailable  # only campaigns with a depth above 1 need to ask the kernel
 
@@ -233,6 +248,8 @@ def _check_semantics(config: dict) -> None:
     if "steady" in io and "runtime" not in io:
         raise _fail("io.steady", io["steady"], "a steady-state test with io.runtime only (a time-based run)")
     _check_engine(io)
+    if io["verify"]:
+        _check_verify(io)
     deep = [d for d in io["iodepth"] if d > 1]
     if deep and (why := _why_no_io_uring()):
         raise _fail("io.iodepth", io["iodepth"], f"[1] on this machine: above 1 needs io_uring, and {why}")

@@ -141,6 +141,8 @@ class Plan:
             "test": test,
             "size": self.io["size"],
             "data": self.io["data"],
+            # Verified cells only: an unverified cell keeps the params it had.
+            **({"verify": True} if self.io["verify"] else {}),
             "engine": self.io["engine"],
             # Huge-page buffers where asked for (io.buffer): the default, 4 KiB pages, is the method's own.
             **({"buffer": "hugepage"} if self.io["buffer"] == "hugepage" else {}),
@@ -167,6 +169,7 @@ class Plan:
             "rep": cell.rep,
             "test": test,
             "data": self.io["data"],
+            **({"verify": True} if self.io["verify"] else {}),
             "engine": "python",
             **method_params("metadata"),
             "cache": self.io["cache"],

@@ -56,6 +56,10 @@ class Job:
     # Blocks each stream moves, where not all `size` of them: a read after a time-based write covers what it wrote,
     # the first counts[i] blocks of stream i's order.
     counts: tuple[int, ...] = ()
+    # io.verify (fsbench.engines.verify): each stream's signature, and the cell's mark, that its blocks carry and
+    # its reads check; () : not verified.
+    verify: tuple[int, ...] = ()
+    mark: int = 0
 
     def check(self, engine: str) -> None:
         """What every engine asks of a job: data it knows, and a whole number of blocks per stream."""

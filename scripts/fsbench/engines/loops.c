@@ -71,6 +71,7 @@ struct fsb_io {
     struct io_uring_sqe *sqes;
     uint32_t *cq_head, *cq_tail, *cq_mask;
     struct io_uring_cqe *cqes;
+    int64_t verify;         /* io.verify: each whole block read is checked (check()) after its timed call */
 };
 
 /* What happened. fsbench.engines.loops.Out mirrors it. */
@@ -83,6 +84,11 @@ struct fsb_out {
     int32_t enter_failed;  /* io_uring_enter itself failed: I/O may still be in flight */
     int64_t series_ns;     /* the bins' final width (series_ns × 10^k) */
     int64_t series_used;   /* bins up to the last one holding anything */
+    /* verify: blocks read that were not as written; of the lowest of them: its offset, the byte where it first
+       differs, how many bits differ, the 32 bytes of the piece holding that byte, whether that piece was zeros */
+    int64_t bad_blocks, bad_block, first_bad, bad_bits, found[4];
+    int64_t check_ns;      /* the checks' own time, outside every call's */
+    int32_t bad_zero, pad;
 };
 
 /* Where the series is: its start, the current bin and where that bin ends. */
@@ -158,6 +164,39 @@ static inline char *write_block(const struct fsb_io *io, int64_t lane, int64_t o
     return block;
 }
 
+/* io.verify (fsbench.engines.verify): does block `got`, read at `off`, hold what write_block wrote there? Each
+   piece of stamp_every bytes begins with the block's offset; the rest is the write pool's block for `off` (lane
+   0's: every lane's is alike when verifying), whose pieces' bytes 8..32 the setup stamped. */
+static void check(const struct fsb_io *io, const char *got, int64_t off, struct fsb_out *o) {
+    int64_t bs = io->block_size, every = io->stamp_every, j = 0;
+    const char *want = io->write_buffers + io->depth * (off / bs % io->write_turns) * bs;
+    for (; j < bs; j += every) {
+        int64_t n = bs - j < every ? bs - j : every;
+        if (memcmp(got + j, &off, sizeof off) || memcmp(got + j + 8, want + j + 8, n - 8))
+            break;
+    }
+    if (j >= bs || (o->bad_blocks++ && off > o->bad_block))
+        return;
+    /* the lowest bad block so far: a byte at a time (bad blocks are rare; clean ones never come here) */
+    int64_t zero = 1, bits = 0, first = -1;
+    for (int64_t k = 0; k < bs; k++) {
+        unsigned char w = k % every < 8 ? ((const unsigned char *)&off)[k % every] : (unsigned char)want[k];
+        unsigned char x = (unsigned char)got[k] ^ w;
+        if (x && first < 0)
+            first = k;
+        bits += __builtin_popcount(x);
+    }
+    if (first % every < 32) /* a header is one thing (offset, magic, mark, signature): it is bad from its start */
+        first -= first % every;
+    for (int64_t k = first / every * every; k < bs && k < (first / every + 1) * every; k++)
+        zero &= !got[k]; /* the piece (a page, as a lost page write leaves it) */
+    o->bad_block = off;
+    o->first_bad = off + first;
+    o->bad_bits = bits;
+    o->bad_zero = (int32_t)zero;
+    memcpy(o->found, got + first / every * every, sizeof o->found);
+}
+
 static int fail(struct fsb_out *o, int err, int64_t off, int r) {
     o->error = err;
     o->error_offset = off;
@@ -203,6 +242,12 @@ static int sync_loop(const struct fsb_io *io, struct fsb_out *o) {
             o->moved[r] += got;
             tally(io, o, &t, r, now, got);
             *io->done += got;
+            if (r && io->verify && got == bs) { /* after the call's time: the next call's starts after it */
+                check(io, io->read_buffers, off, o);
+                int64_t checked = now_ns(io, &stepped);
+                o->check_ns += checked - now;
+                last = checked;
+            }
             if (now >= io->deadline_ns)
                 return 0;
         }
@@ -275,6 +320,7 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
         if (now >= io->deadline_ns) /* time-based: queue no more, let what is in flight complete */
             open = 0;
         uint32_t cq_tail = __atomic_load_n(io->cq_tail, __ATOMIC_ACQUIRE);
+        int64_t queued_at = now; /* what a lane queued now starts its latency at: after any check before it */
         for (; head != cq_tail; head++) {
             struct io_uring_cqe *cqe = &io->cqes[head & cq_mask];
             int64_t lane = (int64_t)cqe->user_data, res = cqe->res;
@@ -308,8 +354,14 @@ static int ring_loop(const struct fsb_io *io, struct fsb_out *o) {
                 tally(io, o, &t, r, now, lanes[lane].done + res);
                 moved += lanes[lane].done + res;
             }
+            if (r && io->verify && res == bs) { /* before the lane's buffer is read into again */
+                int64_t before = now_ns(io, &stepped);
+                check(io, io->read_buffers + lane * bs, lanes[lane].off, o);
+                queued_at = now_ns(io, &stepped);
+                o->check_ns += queued_at - before;
+            }
             if (open && (io->repeat || k < n)) { /* the lane takes the next operation of the sequence */
-                queue(io, lanes, lane, k++, now, &tail);
+                queue(io, lanes, lane, k++, queued_at, &tail);
                 in_flight++;
                 /* ... submitted at once, as fio submits each (iodepth_batch_submit=1), not with the batch at the
                    next wait: that ran at 0.90 of fio at QD32 on a RAM loop device, sleeping 4 x as often */
@@ -353,7 +405,9 @@ struct fsb_files {
                                close), 3 delete (unlink) */
     int32_t stamp;
     int32_t fsync_each;     /* a create fsyncs each file before its close */
-    int32_t pad;
+    int32_t verify;         /* a read checks the file's bytes against `expect` (stamped as a create stamps), as
+                               mdtest -X, after the file's time */
+    const char *expect;     /* file_size bytes: what every create wrote, before its stamp */
 };
 
 /* What happened. fsbench.engines.loops.FilesOut mirrors it. */
@@ -363,6 +417,8 @@ struct fsb_files_out {
     int64_t short_result; /* a read that found other than file_size bytes: what it found (else -1) */
     int32_t error;        /* errno of the failing call on file first + done (0: none; EIO for a wrong size) */
     int32_t pad;
+    int64_t bad, first_bad; /* verify: files read that were not as made, and the lowest of them (-1: none) */
+    int64_t check_ns;       /* the checks' own time, outside every file's */
 };
 
 static int one_file(const struct fsb_files *f, int64_t i, struct fsb_files_out *o) {
@@ -433,7 +489,7 @@ int64_t fsb_sizeof_files_out(void) { return (int64_t)sizeof(struct fsb_files_out
    includes making its name, ~0.1 us, as mdtest's loop does too). */
 int fsb_files(const struct fsb_files *f, struct fsb_files_out *o) {
     memset(o, 0, sizeof *o);
-    o->short_result = -1;
+    o->short_result = o->first_bad = -1;
     int64_t last = mono_ns();
     for (int64_t i = f->first; i < f->last; i++) {
         if (f->deadline_ns && last >= f->deadline_ns)
@@ -450,6 +506,14 @@ int fsb_files(const struct fsb_files *f, struct fsb_files_out *o) {
         if (d > o->longest_ns)
             o->longest_ns = d;
         last = now;
+        if (f->verify && f->op == 2 && f->file_size) {
+            int64_t head = f->stamp ? 8 : 0, stamp = f->stamp_base + i;
+            if ((head && memcmp(f->data, &stamp, 8)) || memcmp(f->data + head, f->expect + head, f->file_size - head))
+                if (!o->bad++ || i < o->first_bad)
+                    o->first_bad = i;
+            last = mono_ns();
+            o->check_ns += last - now;
+        }
     }
     return 0;
 }

@@ -71,6 +71,7 @@ class IO(ctypes.Structure):
         ("cq_tail", _p),
         ("cq_mask", _p),
         ("cqes", _p),
+        ("verify", ctypes.c_int64),
     ]
 
 
@@ -89,6 +90,14 @@ class Out(ctypes.Structure):
         ("enter_failed", ctypes.c_int32),
         ("series_ns", ctypes.c_int64),
         ("series_used", ctypes.c_int64),
+        ("bad_blocks", ctypes.c_int64),
+        ("bad_block", ctypes.c_int64),
+        ("first_bad", ctypes.c_int64),
+        ("bad_bits", ctypes.c_int64),
+        ("found", ctypes.c_int64 * 4),
+        ("check_ns", ctypes.c_int64),
+        ("bad_zero", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
     ]
 
 
@@ -109,7 +118,8 @@ class Files(ctypes.Structure):
         ("op", ctypes.c_int32),
         ("stamp", ctypes.c_int32),
         ("fsync_each", ctypes.c_int32),
-        ("pad", ctypes.c_int32),
+        ("verify", ctypes.c_int32),
+        ("expect", _p),
     ]
 
 
@@ -124,6 +134,9 @@ class FilesOut(ctypes.Structure):
         ("short_result", ctypes.c_int64),
         ("error", ctypes.c_int32),
         ("pad", ctypes.c_int32),
+        ("bad", ctypes.c_int64),
+        ("first_bad", ctypes.c_int64),
+        ("check_ns", ctypes.c_int64),
     ]
 
 
@@ -244,11 +257,13 @@ class FileLoop:
     from a pattern, not a list, as IO500's stonewalled phases give each process millions of names it may not use.
     create: open(O_CREAT|O_EXCL, 0644), write `data` (file_size bytes; with `stamp_base` each file's first 8
     bytes become stamp_base + i, little-endian here), fsync if `fsync_each`, close. stat: stat(2). read: open,
-    one read of file_size + 1 bytes (it must find file_size), close. delete: unlink."""
+    one read of file_size + 1 bytes (it must find file_size), close; with `expect` (what the create's `data` was)
+    its bytes are checked after the file's time too, as mdtest -X (`bad` files, the lowest `first_bad`, the
+    checks' `check_ns`). delete: unlink."""
 
     def __init__(
         self, op: str, folder: str, name: str, count: int, dirs: int = 1, file_size: int = 0, data: bytes = b"",
-        stamp_base=None, fsync_each=False,
+        stamp_base=None, fsync_each=False, expect: bytes | None = None,
     ):  # fmt: skip
         if op not in FILE_OPS:
             raise ValueError(f"unknown file operation {op!r}; allowed: {', '.join(FILE_OPS)}")
@@ -257,6 +272,7 @@ class FileLoop:
         pattern += os.fsencode(name.replace("%", "%%")).replace(b"{i}", b"%1$lld").replace(b"{d}", b"%2$lld")
         self._pattern = ctypes.create_string_buffer(pattern)
         self._buf = ctypes.create_string_buffer(bytes(data[:file_size]), file_size + 1)
+        self._expect = ctypes.create_string_buffer(bytes(expect[:file_size]), file_size + 1) if expect else None
         self.spec = Files(
             pattern=ctypes.addressof(self._pattern),
             dirs=dirs,
@@ -267,8 +283,11 @@ class FileLoop:
             op=FILE_OPS.index(op),
             stamp=stamp_base is not None and file_size >= 8,
             fsync_each=fsync_each,
+            verify=expect is not None and op == "read",
+            expect=ctypes.addressof(self._expect) if self._expect else None,
         )
-        self.moved = 0
+        self.moved = self.bad = self.check_ns = 0
+        self.first_bad = -1
         load()
 
     def path(self, i: int) -> str:
@@ -285,6 +304,9 @@ class FileLoop:
         h = self.hist
         h.count, h.total_ns, h.max_ns = h.count + out.done, h.total_ns + out.total_ns, max(h.max_ns, out.longest_ns)
         self.moved += out.moved
+        self.bad, self.check_ns = self.bad + out.bad, self.check_ns + out.check_ns
+        if out.bad and self.first_bad < 0:
+            self.first_bad = out.first_bad  # runs go up the files: an earlier run's is lower
         if out.error:
             path = self.path(first + out.done)
             if out.short_result >= 0:

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench.engines import verify as verifying
 from fsbench.engines.job import aggregate
 from fsbench.engines.loops import FileLoop, WrongSize
 from fsbench.engines.loops import load as load_loops
@@ -31,6 +32,7 @@ PHASES = ("create", "stat", "read", "delete")
 # What a file costs a filesystem beyond its data, at most, for the space check: an inode, a directory entry.
 PER_FILE_OVERHEAD = 4096
 BLOCK = 4096
+CHECKED = ", its bytes checked after its time (io.verify)"
 
 
 def mdtest_name(rank: int, i: int | str) -> str:
@@ -63,6 +65,16 @@ class MetaJob:
     dirs: int
     fsync: str = "end"
     data: str = "random"
+    # io.verify: a signature (fsbench.engines.verify) each stream's files' bytes are drawn from, which the read
+    # checks them against after each file's time (mdtest -X); 0: not verified
+    verify: int = 0
+
+    def file_data(self, stream: int) -> bytes:
+        """What stream's creates write (before each file's stamp): random bytes, the same again for its reader
+        when verified."""
+        if self.verify:
+            return verifying.pool(self.verify + stream, self.file_size)
+        return os.urandom(self.file_size) if self.data == "random" else b""
 
     def tree(self, stream: int) -> Path:
         return Path(self.root) / f"stream{stream}"
@@ -87,7 +99,8 @@ class MetaJob:
         return (
             f"python metadata: {self.streams} stream(s) × {self.files} files of {self.file_size} B in "
             f"{self.dirs} dir(s) each ({sync}), in C (loops.c); create = open(O_CREAT|O_EXCL), write, close; "
-            f"stat = stat; read = open, read whole, close; delete = unlink; under {self.root}"
+            f"stat = stat; read = open, read whole, close{CHECKED if self.verify else ''}; "
+            f"delete = unlink; under {self.root}"
         )
 
 
@@ -136,9 +149,10 @@ def _phase(job: MetaJob, phase: str, stream: int, ready=lambda: None) -> dict:
         job.files,
         job.dirs,
         job.file_size,
-        data=os.urandom(job.file_size) if random and phase == "create" else b"",
+        data=job.file_data(stream) if phase == "create" else b"",
         stamp_base=stream * job.files if random else None,  # each file's number: no two alike
         fsync_each=job.fsync == "file",
+        expect=job.file_data(stream) if job.verify and phase == "read" else None,
     )
     # The way to the trees is walked before the start, as mdtest's access(testdir) is before its timer: after a
     # cache drop, that walk (through the root disk's /var/tmp, say) is no file's metadata.
@@ -150,11 +164,18 @@ def _phase(job: MetaJob, phase: str, stream: int, ready=lambda: None) -> dict:
         files.run()
     except WrongSize as e:
         raise MetadataError(str(e)) from None
-    end = anchor + time.perf_counter()
+    checks = files.check_ns / 1e9  # a verified read's checks (io.verify): outside every file's time, and the phase's
+    end = anchor + time.perf_counter() - checks
     if phase == "create" and job.fsync == "end":
         _syncfs(job.root)
-    end_durable = anchor + time.perf_counter()
-    return {
+    end_durable = anchor + time.perf_counter() - checks
+    checked = {}
+    if job.verify and phase == "read":
+        bad = files.bad
+        found = f"file {files.path(files.first_bad)} not as made" if bad else ""
+        checked = {"bad_blocks": bad, "first_bad_offset": float("nan"), "first_bad_found": found}
+        checked = {"verify": checked | {"seconds": checks}}
+    return checked | {
         "path": str(job.tree(stream)),
         "bytes": files.moved,
         "ops": job.files,
@@ -194,7 +215,8 @@ def run_phase(job: MetaJob, phase: str) -> dict:
         full = first["error"] in (errno.ENOSPC, errno.EDQUOT)
         why = "the filesystem ran out of space or inodes: " if full else ""
         raise MetadataError(f"{phase} failed in {len(failed)} of {job.streams} stream(s): {why}{first['message']}")
-    return aggregate([found[s] for s in range(job.streams)], job.describe())
+    streams = [found[s] for s in range(job.streams)]
+    return aggregate(streams, job.describe()) | verifying.columns(streams)
 
 
 def make_trees(job: MetaJob) -> None:

@@ -12,6 +12,7 @@ wall time.
 
 import random
 
+from fsbench.engines import verify
 from fsbench.engines.job import PROGRESS_SECONDS, TIME, Job, aggregate
 from fsbench.engines.python import run_streams, stream
 
@@ -48,4 +49,6 @@ def run(job: Job, rwmix_read: int, every: float = PROGRESS_SECONDS) -> dict:
 
     streams = run_streams(job, "mixed", one_stream, every)
     command = describe(job, rwmix_read)
-    return {op: aggregate([s[op] for s in streams], command) for op in ("read", "write")}
+    figures = {op: aggregate([s[op] for s in streams], command) for op in ("read", "write")}
+    figures["read"] |= verify.columns(figures["read"]["streams"])
+    return figures

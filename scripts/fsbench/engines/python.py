@@ -12,7 +12,7 @@ from array import array
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
-from fsbench.engines import loops
+from fsbench.engines import loops, verify
 from fsbench.engines.job import PROGRESS_SECONDS, TIME, TIME_OR_SIZE, Job, Stream, aggregate, offsets, progress
 from fsbench.engines.loops import IO, run
 from fsbench.engines.uring import buffer_address, fast_ring
@@ -41,7 +41,7 @@ def _clock() -> float:
     return _ANCHOR + time.perf_counter()
 
 
-def _buffers(job: Job, reads: int, writes: int) -> tuple[mmap.mmap, int, int]:
+def _buffers(job: Job, reads: int, writes: int, signature: int | None = None) -> tuple[mmap.mmap, int, int]:
     """One page-aligned mapping (fit for O_DIRECT): `reads` blocks to read into, then `writes` blocks of the
     job's data (random: each stream its own bytes) to write from. Returns it and the two parts' addresses.
 
@@ -51,6 +51,8 @@ def _buffers(job: Job, reads: int, writes: int) -> tuple[mmap.mmap, int, int]:
     requests or so (the queue takes 128 segments; 256 scattered pages make two), as theirs do. With job.buffer
     hugepage, aligned to and asking for huge pages: a block within one is physically contiguous, so such a call is
     one request, a steadier shape than applications send. Every page is touched here, outside the measured time.
+    Verified (a `signature`): the data is the signature's pool (fsbench.engines.verify), its headers' constant
+    words stamped, each lane's copy alike (loops.c's check compares a read with lane 0's).
     """
     bs = job.block_size
     size = (reads + writes) * bs
@@ -63,7 +65,15 @@ def _buffers(job: Job, reads: int, writes: int) -> tuple[mmap.mmap, int, int]:
         buf.madvise(getattr(mmap, advice))
     start = -buffer_address(buf) % HUGE_PAGE if huge else 0
     _fill(buf, start, start + reads * bs, random=False)
-    _fill(buf, start + reads * bs, start + size, random=job.data == "random")
+    _fill(buf, start + reads * bs, start + size, random=job.data == "random" and signature is None)
+    if signature is not None:
+        depth, every = job.iodepth, min(STAMP_BYTES, bs)
+        data = bytearray(verify.pool(signature, writes // depth * bs))
+        for t in range(writes // depth):
+            verify.stamp_pool(memoryview(data)[t * bs : (t + 1) * bs], every, job.mark, signature)
+            for lane in range(depth):
+                at = start + (reads + lane + depth * t) * bs
+                buf[at : at + bs] = data[t * bs : (t + 1) * bs]
     base = buffer_address(buf) + start
     return buf, base, base + reads * bs
 
@@ -127,8 +137,10 @@ def _stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, 
     # Lane l (one I/O in flight at a time) writes offset o from block l + depth * (o / bs % turns): a buffer is
     # never stamped while the kernel still reads it, and no two blocks within POOL_BYTES of each other in the
     # file come from the same bytes.
-    turns = -(-POOL_BYTES // bs) if writing else 0
-    buf, read_at, write_at = _buffers(job, depth if reading else 0, depth * turns)
+    # Verified, a reader has the write pool too: what it checks each block against.
+    signature = job.verify[index] if job.verify else None
+    turns = -(-POOL_BYTES // bs) if writing or signature is not None else 0
+    buf, read_at, write_at = _buffers(job, depth if reading else 0, depth * turns, signature)
     order = array("q", where)
     hist = [Histogram(), Histogram()]  # writes, reads
     bins = loops.Series()
@@ -140,12 +152,13 @@ def _stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, 
         count=len(where),
         block_size=bs,
         write_turns=max(turns, 1),
-        stamp_every=min(STAMP_BYTES, bs) if job.data == "random" and bs >= 8 else 0,
+        stamp_every=min(STAMP_BYTES, bs) if (job.data == "random" and bs >= 8) or job.verify else 0,
         fd=_open(s, job, op),
         depth=depth,
         read_all=op == "read",
         strict=op == "mixed",
         repeat=job.ends(op) == TIME,
+        verify=signature is not None and reading,
     )
     io.counts[0], io.counts[1] = (h.counts.buffer_info()[0] for h in hist)
     loops.load()  # built and loaded now: a process's first run() must not do it inside the measured time
@@ -186,8 +199,28 @@ def _stream(job: Job, index: int, op: str, start_line: threading.Barrier, done, 
             durable = end_durable if name == "write" else end
             step, nbytes, ops = bins.of(out, k)
             series = timeseries.raw(start, step, nbytes, ops, "python loop")
-            results[name] = _stream_result(s, out.moved[k], start, end, durable, h, series=series, **more, **stopped)
+            checked = _checked(out, job, signature) if name == "read" and io.verify else {}
+            # At depth 1 the device waits while a block is checked: the figure is the reads' time without the checks.
+            # Deeper, the checks overlap what is in flight: they stay in the figure (docs/bench-engines.md).
+            ended = end - checked["verify"]["seconds"] if checked and depth == 1 and op == "read" else end
+            results[name] = _stream_result(
+                s, out.moved[k], start, ended, durable if name == "write" else ended, h, series=series, **more,
+                **stopped, **checked,
+            )  # fmt: skip
     return results
+
+
+def _checked(out, job: Job, signature: int) -> dict:
+    """A verified read's check (loops.c's): bad blocks, the lowest one's first bad byte and what it held."""
+    bad = out.bad_blocks
+    return {
+        "verify": {
+            "bad_blocks": bad,
+            "first_bad_offset": out.first_bad if bad else None,
+            "first_bad_found": verify.found(out, job.verify, job.mark, signature) if bad else "",
+            "seconds": out.check_ns / 1e9,
+        }
+    }
 
 
 def _failure(out, s: Stream, bs: int) -> OSError:
@@ -234,7 +267,8 @@ def _describe(job: Job, op: str) -> str:
     count = f"{job.count} x" if not job.counts else f"{'/'.join(map(str, job.counts))} (what the write moved) x"
     if job.ends(op) == TIME_OR_SIZE:
         count = f"for {job.runtime:g} s, at most {job.count} x"
-    return f"python: {call} {count} {job.block_size} B{data} per stream ({how}), {streams}: {where}"
+    checked = ", each block checked after its call (io.verify)" if job.verify and op == "read" else ""
+    return f"python: {call} {count} {job.block_size} B{data} per stream ({how}{checked}), {streams}: {where}"
 
 
 def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
@@ -246,4 +280,4 @@ def write(job: Job, every: float = PROGRESS_SECONDS) -> dict:
 def read(job: Job, every: float = PROGRESS_SECONDS) -> dict:
     """Read every stream into one reused buffer each (one per I/O in flight); one figure over all streams."""
     streams = run_streams(job, "read", lambda i, line, done: stream(job, i, "read", line, done)["read"], every)
-    return aggregate(streams, _describe(job, "read"))
+    return aggregate(streams, _describe(job, "read")) | verify.columns(streams)

@@ -28,6 +28,7 @@ SHARED_RAND = "shared_file rand"  # ... in a random order
 LATENCY = "latency"  # a time per operation
 TIMESERIES = "timeseries"  # what completed when (bytes and operations per interval)
 HUGEPAGE = "hugepage buffers"  # io.buffer: hugepage
+VERIFY = "verify"  # every block read back checked against what was written (io.verify)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ ENGINES = {
             LATENCY: "dd reports no per-call times",
             TIMESERIES: "dd reports nothing until it ends",
             HUGEPAGE: "dd's buffers are its own",
+            VERIFY: "dd cannot check what it reads",
         },
     ),
     "fio": Engine(
@@ -74,6 +76,9 @@ ENGINES = {
             "so no read could cover exactly them",
             SHARED_RAND: "fio interleaves blocks in a shared file only sequentially",
             HUGEPAGE: "fio's buffers are its own (its iomem option)",
+            # fio's verify= checks inside its timed read, by a header of its own that fsbench's reads elsewhere
+            # (another host, a mix) cannot check, and tells a bad block only in its error text
+            VERIFY: "fio checks (verify=) inside its timed read and by a header of its own",
         },
     ),
 }
@@ -101,9 +106,12 @@ def able(need: str) -> str:
     return " or ".join(name for name, e in ENGINES.items() if need not in e.cannot)
 
 
-def needs(pattern: str, iodepth=1, shared=False, op="write", ends=SIZE, counts: bool = False) -> list[str]:
+def needs(
+    pattern: str, iodepth=1, shared=False, op="write", ends=SIZE, counts: bool = False, verify: bool = False
+) -> list[str]:
     """What a test needs of an engine; `ends`: what ends its run (Job.ends); `counts`: it reads what a time-based
-    write moved (Job.counts), which counts as the time. A random write the time may end must be read back exactly."""
+    write moved (Job.counts), which counts as the time. A random write the time may end must be read back exactly.
+    `verify`: its blocks are stamped and checked (io.verify)."""
     found = [RAND] if "rand" in pattern else []
     found += [MIXED] if pattern in ("randrw", "rw") or op == "mixed" else []
     found += [DEPTH] if iodepth > 1 else []
@@ -111,6 +119,7 @@ def needs(pattern: str, iodepth=1, shared=False, op="write", ends=SIZE, counts: 
     found += [RUNTIME_RAND_WRITE] if ends == TIME_OR_SIZE and pattern == "rand" else []
     found += [SHARED] if shared else []
     found += [SHARED_RAND] if shared and pattern != "seq" else []
+    found += [VERIFY] if verify else []
     return found
 
 
@@ -174,6 +183,6 @@ def method_changes(workload: str, old: int, new: int) -> str:
 def run(name: str, op: str, job: Job, rwmix_read: int | None = None) -> dict:
     """`op` (write, read, or mixed with `rwmix_read` % reads) of `job` with engine `name`, refused first where the
     engine cannot run it (a read after a time-based write counts its blocks as a time would)."""
-    refuse(name, needs(job.pattern, job.iodepth, job.slots > 1, op, job.ends(op), bool(job.counts)))
+    refuse(name, needs(job.pattern, job.iodepth, job.slots > 1, op, job.ends(op), bool(job.counts), bool(job.verify)))
     ops = ENGINES[name].ops
     return ops[op](job) if op != "mixed" else ops[op](job, rwmix_read)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fsbench.campaign.cells import ALL_HOSTS, CellSpec, array_dir
 from fsbench.cluster.hosts import check_host, part_host, short_hostname
+from fsbench.engines import verify
 from fsbench.engines.job import aggregate
 from fsbench.measurement.judgement import series_of
 from fsbench.measurement.measure import measure_read, measure_write
@@ -157,7 +158,8 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     if op == "read" and cell.shared_file:
         devices.release(shared_folder(cell, scratch)[0])  # every host has read the shared file: it goes
     parts = [read_json(record_dir / f"{host}-{op}.json") for host in hosts]
-    result = aggregate([s for p in parts for s in p["streams"]], " ".join(argv))
+    streams = [s for p in parts for s in p["streams"]]
+    result = aggregate(streams, " ".join(argv)) | verify.columns(streams)  # io.verify: every host's checks
     if op == "read":
         result["cached_before"] = sum(p["row"]["cached_before"] for p in parts) / len(parts)
     # The cell's series: the hosts' series summed by wall time.

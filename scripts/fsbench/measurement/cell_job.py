@@ -2,9 +2,12 @@
 depth and time bound."""
 
 import hashlib
+import secrets
+from dataclasses import replace
 from pathlib import Path
 
 from fsbench.campaign.cells import MIXED, CellSpec
+from fsbench.engines import verify
 from fsbench.engines.job import Job, Stream
 from fsbench.storage.arrays import Target
 
@@ -53,3 +56,17 @@ def job_for(target: Target, cell: CellSpec, workdir, op: str, written: list[int]
         runtime=timed,
         counts=counts,
     )
+
+
+def verified(job: Job, cell: CellSpec, written: dict | None = None) -> tuple[Job, dict]:
+    """io.verify: `job` with the signatures and mark its blocks carry, and them as a write record keeps them
+    ({"mark", "signatures"}): a write's drawn anew (a nonce), a read's those of the record it reads (`written`)."""
+    if not cell.verify:
+        return job, {}
+    if written is None:
+        n = len(job.streams)
+        written = {
+            "mark": verify.mark(cell.campaign, cell.test),
+            "signatures": verify.signatures(job.seed, secrets.randbits(62), n),
+        }
+    return replace(job, verify=tuple(written["signatures"]), mark=written["mark"]), {"verify": written}

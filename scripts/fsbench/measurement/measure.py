@@ -8,15 +8,16 @@ Every function checks that the target is in the state the cell needs before it t
 
 import errno
 import os
+import secrets
 import shutil
 from dataclasses import replace
 from pathlib import Path
 
 from fsbench.campaign.cells import MIXED, CellSpec
-from fsbench.engines import metadata, table
+from fsbench.engines import metadata, table, verify
 from fsbench.engines.job import Job
 from fsbench.measurement import provenance
-from fsbench.measurement.cell_job import job_for
+from fsbench.measurement.cell_job import job_for, verified
 from fsbench.measurement.cold import make_cold
 from fsbench.measurement.identity import check_identity, head, ready_for_io
 from fsbench.measurement.judgement import series_flags, series_of
@@ -41,6 +42,7 @@ def measure_metadata(target: Target, cell: CellSpec, workdir) -> dict:
         dirs=cell.dirs,
         fsync=cell.fsync,
         data=cell.data,
+        verify=verify.signatures(secrets.randbits(62), 0, 1)[0] if cell.verify else 0,
     )
     # stat and read must find inodes and dentries cold too: only dropping the kernel's caches (or a remount)
     # does that; fadvise and O_DIRECT reach file data only.
@@ -83,7 +85,7 @@ def free_bytes(path) -> int:
 def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
     """Write the cell's data (timing the flush too) and record how to recognise it again."""
     ready_for_io(target, cell, workdir)
-    job = job_for(target, cell, workdir, "write")
+    job, signed = verified(job_for(target, cell, workdir, "write"), cell)
     files = list(dict.fromkeys(s.path for s in job.streams if not s.device))
     for path in files if not cell.shared_by_hosts else []:  # shared by hosts: made empty for them all
         Path(path).unlink(missing_ok=True)
@@ -122,7 +124,7 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
                 "head_sha256": head(stream),
             }
         )
-    record = measurement_record(cell, "write", result, target, identity=identity)
+    record = measurement_record(cell, "write", result, target, identity=identity, **signed)
     if cell.pattern in MIXED:  # the layout of a mix, not a measurement: the read step's mix gives its rows
         record |= {"rows": [], "layout": True}
     return record
@@ -134,6 +136,7 @@ def measure_read(write_record: dict, cell: CellSpec, workdir, other_host: str | 
     target = Target.from_record(write_record["setup"])
     ready_for_io(target, cell, workdir)
     job = job_for(target, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
+    job, _ = verified(job, cell, write_record.get("verify"))  # what the write's (another host's) blocks carry
     identity, whose = write_record["identity"], None
     if cell.read_from == "other" and other_host is None:
         job, identity, whose = read_other_stream(job, identity)
@@ -169,6 +172,7 @@ def read_other_stream(job: Job, identity: list) -> tuple[Job, list, list]:
         job,
         streams=tuple(job.streams[k] for k in order),
         counts=tuple(job.counts[k] for k in order) if job.counts else (),
+        verify=tuple(job.verify[k] for k in order) if job.verify else (),
     )
     whose = [{"stream": i, "read": job.streams[k].path, "written_by": f"stream {k}"} for i, k in enumerate(order)]
     return moved, [identity[k] for k in order], whose

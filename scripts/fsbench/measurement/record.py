@@ -4,6 +4,7 @@ it (the row, its series, the command, the cell, the setup and the machine)."""
 import socket
 
 from fsbench.campaign.cells import CellSpec
+from fsbench.engines.verify import COLUMNS as VERIFY_COLUMNS
 from fsbench.measurement import provenance
 from fsbench.measurement.judgement import series_flags, series_of
 from fsbench.measurement.rows import COLUMNS, rate
@@ -31,6 +32,7 @@ def row_of(cell: CellSpec, op: str, result: dict, target: Target, workload: str 
         iops=result["ops"] / result["seconds"] if result["seconds"] > 0 else float("nan"),
         **{k: result[k] for k in LATENCY_COLUMNS},
         **{k: result.get(k, float("nan")) for k in ("cpu_s_per_gb", "device_bytes", "write_amplification")},
+        **{k: result.get(k, float("nan")) for k in VERIFY_COLUMNS},
     )
     if cell.target == "path":  # the filesystem the path lies on, as found (every row of the folder alike)
         row["fs_type"] = target.array.fs_type

@@ -1,6 +1,7 @@
 """The measurement row: the columns of measurements.csv (docs/contract.md) and the rate as dd prints it (the flags that
 doubt a figure: fsbench.toolkit.flags)."""
 
+from fsbench.engines.verify import COLUMNS as VERIFY_COLUMNS
 from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS
 
 # Where a measurement was made; what makes two measurements the same test (besides op); the metadata test's own.
@@ -28,6 +29,7 @@ COLUMNS = [
     "cpu_s_per_gb",
     "device_bytes",
     "write_amplification",
+    *VERIFY_COLUMNS,  # io.verify's reads only (fsbench.engines.verify)
     "flags",
 ]
 

@@ -18,6 +18,7 @@ DROP = "drop"
 SIZE_BEFORE_RUNTIME = "size-before-runtime"
 STRAGGLER = "straggler"
 PARTIAL_RECORDS = "partial-records"  # a baseline's dd run that moved a partial record (fsbench.engines.ddlog)
+CORRUPT = "corrupt"
 
 # Flags that say the figure measured something other than the storage under test.
 INVALIDATING = (
@@ -26,6 +27,7 @@ INVALIDATING = (
     CACHE_HIT,  # the devices moved less than half of what was read: a cache or compression answered
     SHORT_TRANSFER,  # fewer bytes moved than the test asks: a different test
     NOT_STEADY,  # a time-based run still changing at its end: the figure depends on when it stopped
+    CORRUPT,  # a verified read (io.verify) got back other data than was written: a fast read of wrong data
 )
 # Flags that say something worth knowing while the figure still stands for what it names.
 WARNING = (
@@ -44,6 +46,7 @@ MEANING = {
     SHORT_TRANSFER: "fewer bytes moved than asked",
     CACHE_HIT: "the devices moved less than half of what was read: a cache (or compression) served the read",
     SIZE_BEFORE_RUNTIME: "a time-based stream wrote all of io.size before io.runtime was up: a short figure",
+    CORRUPT: "io.verify found blocks read back other than written (bad_blocks, first_bad_offset, first_bad_found)",
 }
 
 # Figures shorter than this are dominated by start-up and caches (IO500 wants minutes).
@@ -101,4 +104,6 @@ def doubts(row: dict, expected_bytes: int | None, streams: list[dict] = ()) -> s
         found.append(CACHED)
     if cache_hit(row["op"], row["bytes"], row.get("device_bytes", math.nan)):
         found.append(CACHE_HIT)
+    if row.get("bad_blocks", 0) > 0:  # NaN (not verified) is not
+        found.append(CORRUPT)
     return join(found)
