@@ -2,11 +2,15 @@
 real on a folder (stonewall and wear-out), and one small campaign on a loop-mounted ext4 of the test's own."""
 
 import copy
+import errno
 import math
+import multiprocessing
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import pandas as pd
 import pytest
@@ -235,6 +239,64 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
     assert records["find"]["found"] == ph.find_matches(2, made["mdtest-hard-write"])
     assert records["mdtest-hard-delete"]["amount"] == 2 * made["mdtest-hard-write"]
     assert not list(data.iterdir())  # the last phase leaves nothing
+
+
+def test_a_process_that_fails_under_stonewall_ends_the_phase_at_once_and_the_rerun_starts_afresh(
+    ram_scratch, monkeypatch
+):
+    """Rank 1 runs out of space (ENOSPC, raised at its 4th ior-hard transfer) while rank 0 writes on towards a
+    5 s stonewall: the phase ends at once, one line naming the host, the rank and the error, no process left.
+    The rerun finds posts of that attempt and of an older one in .sync/ior-hard-write and ignores them."""
+    from fsbench.io500.run import Io500Error, sync_dir
+
+    data = ram_scratch / "data"
+    data.mkdir()
+    io500 = copy.deepcopy(IO500) | {"ior-hard": {"segmentCount": 20000}, "stonewall-time": 5}
+    cell = CellSpec.from_params(Plan(validate(campaign(data, io500=io500))).cell_spec("local", "p", "path", "io500", 1))
+    records = ram_scratch / "hosts"
+    before = launch.phase_step(cell, "ior-easy-write", {"step": "prepare_array"}, [], records)
+    real_pwrite, fails_at = os.pwrite, ph.ior_hard_offset(1, 3, 2)
+
+    def pwrite(fd, buf, offset):
+        if offset == fails_at and os.readlink(f"/proc/self/fd/{fd}").endswith("ior-hard/file"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_pwrite(fd, buf, offset)
+
+    monkeypatch.setattr(os, "pwrite", pwrite)  # in the forked ranks too
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the phase hangs"))
+    signal.alarm(30)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(Io500Error) as failed:
+            launch.phase_step(cell, "ior-hard-write", before, [], records)
+    finally:
+        signal.alarm(0)
+    assert time.monotonic() - t0 < 4  # at once: before rank 0 reached its stonewall
+    assert re.fullmatch(
+        r"io500 ior-hard-write failed: host \S+ rank 1: OSError: \[Errno 28\] No space left on device",
+        str(failed.value),
+    )
+    assert multiprocessing.active_children() == []
+    sync = sync_dir(data / "fsbench-io5-p-io500", "ior-hard-write")
+    assert sorted(os.listdir(sync)) == ["1.failed"]
+    (sync / "0").write_text("19999")  # what an attempt killed in its wear-out leaves
+    monkeypatch.undo()
+    again = launch.phase_step(cell, "ior-hard-write", before, [], records)
+    procs = again["hosts"]["local"]["processes"]
+    at_wall = [q["at_stonewall"] for q in procs]
+    assert 0 < max(at_wall) < 20000 and {q["items"] for q in procs} == {max(at_wall)}
+
+
+def test_a_rank_waiting_at_the_stonewall_stops_at_its_deadline_or_at_a_failure_posted(tmp_path):
+    from fsbench.io500.run import Io500Error, PeerFailed, _post_and_wait, _post_failure
+
+    t0 = time.monotonic()
+    with pytest.raises(Io500Error, match=r"rank\(s\) \[1\] posted no count"):
+        _post_and_wait(tmp_path, 0, 2, 5, deadline=t0 + 0.2)
+    assert time.monotonic() - t0 < 1
+    _post_failure(tmp_path, 1, "host n2 rank 1: OSError: [Errno 28] No space left on device")
+    with pytest.raises(PeerFailed, match=r"^host n2 rank 1: OSError"):
+        _post_and_wait(tmp_path, 0, 2, 5, deadline=time.monotonic() + 60)
 
 
 def run_limit(cell, phase):

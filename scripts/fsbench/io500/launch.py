@@ -53,7 +53,7 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
         run.prepare(root, nprocs)
     if phase in ph.WRITES:
         items = run.limit_of(spec, phase)
-        (root / ".sync" / phase).mkdir(exist_ok=True)
+        run.fresh(root, phase)
     else:
         items = made.get(ph.MADE_BY.get(phase), 0)
     for name in names:

@@ -14,6 +14,7 @@ import ctypes
 import json
 import multiprocessing
 import os
+import queue
 import shutil
 import time
 from pathlib import Path
@@ -29,10 +30,17 @@ from fsbench.toolkit.system import pin_to_cpu
 
 _libc = ctypes.CDLL(None, use_errno=True)
 POLL_S = 0.005  # how often a process that reached the stonewall looks for the others' counts
+# How long after the stonewall a rank waits for the others' counts: each posts once its item in flight is done.
+WAIT_MARGIN_S = 60.0
+FAILED = ".failed"  # a rank's post that it failed, under .sync/<phase>/
 
 
 class Io500Error(DeviceError):
     """A phase that could not run as IO500 defines it (a short read, a file missing)."""
+
+
+class PeerFailed(Io500Error):
+    """Another rank failed: this one stops too (the phase's error is that rank's, not this one's)."""
 
 
 def layout(root: Path) -> dict[str, Path]:
@@ -49,6 +57,17 @@ def prepare(root: Path, nprocs: int) -> None:
         (dirs["mdtest-easy"] / f"rank{r}").mkdir()
     (dirs["ior-hard"] / "file").touch()
     timestamp(root).touch()
+
+
+def sync_dir(root: Path, phase: str) -> Path:
+    """Where a stonewalled write's ranks post their counts (and failures)."""
+    return root / ".sync" / phase
+
+
+def fresh(root: Path, phase: str) -> None:
+    """Before a write phase: its .sync folder emptied, so that no rank reads a post of an earlier attempt."""
+    shutil.rmtree(sync_dir(root, phase), ignore_errors=True)
+    sync_dir(root, phase).mkdir(parents=True)
 
 
 def timestamp(root: Path) -> Path:
@@ -89,16 +108,32 @@ def _syncfs(path: Path) -> None:
         os.close(fd)
 
 
-def _post_and_wait(sync: Path, rank: int, nprocs: int, done: int) -> list[int]:
-    """Post how many items this rank made by the stonewall; wait until every rank (of every host) has."""
+def _post_and_wait(sync: Path, rank: int, nprocs: int, done: int, deadline: float) -> list[int]:
+    """Post how many items this rank made by the stonewall; wait until every rank (of every host) has, until a rank
+    posts that it failed, or until `deadline` (time.monotonic()): a wait never outlasts its phase."""
     tmp = sync / f".{rank}.tmp"
     tmp.write_text(str(done))
     tmp.rename(sync / str(rank))
     while True:
         names = [n for n in os.listdir(sync) if not n.startswith(".")]
+        if failed := sorted(n for n in names if n.endswith(FAILED)):
+            raise PeerFailed((sync / failed[0]).read_text().strip())
         if len(names) >= nprocs:
             return [int((sync / n).read_text()) for n in names]
+        if time.monotonic() > deadline:
+            missing = sorted(set(range(nprocs)) - {int(n) for n in names})
+            raise Io500Error(
+                f"rank(s) {missing} posted no count by the stonewall's deadline ({WAIT_MARGIN_S:g} s after it)"
+            )
         time.sleep(POLL_S)
+
+
+def _post_failure(sync: Path, rank: int, line: str) -> None:
+    """Tell every rank waiting at the stonewall (on any host: the target is shared) that this one failed."""
+    if sync.is_dir():
+        tmp = sync / f".{rank}.failed.tmp"
+        tmp.write_text(line)
+        tmp.rename(sync / f"{rank}{FAILED}")
 
 
 def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
@@ -231,7 +266,8 @@ def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: f
     done, stopped = 0, None
     if stonewall:
         done = stopped = run(0, items, mono0 + round(stonewall * 1e9))
-        target = ph.wear_out(_post_and_wait(root / ".sync" / phase, rank, nprocs, done), items)
+        deadline = mono0 / 1e9 + stonewall + WAIT_MARGIN_S
+        target = ph.wear_out(_post_and_wait(sync_dir(root, phase), rank, nprocs, done, deadline), items)
     else:
         target = items
     done += run(done, target, 0)
@@ -253,15 +289,22 @@ def _whose(spec: dict, phase: str, rank: int) -> dict:
 
 
 def _worker(args, results):
+    spec, phase, root, rank = args[:4]
     try:
         results.put(work(*args))
+    except PeerFailed as e:
+        results.put({"rank": rank, "error": str(e), "peer": True})
     except BaseException as e:  # noqa: BLE001 (the parent reports it; a worker must always answer)
-        results.put({"rank": args[3], "error": f"{type(e).__name__}: {e}"})
+        line = f"host {short_hostname()} rank {rank}: {type(e).__name__}: {e}"
+        _post_failure(sync_dir(root, phase), rank, line)
+        results.put({"rank": rank, "error": line})
 
 
 def part(spec: dict, phase: str, start_at: float, host_index: int, items: int, record_path) -> dict:
     """This host's processes in one phase (ranks host_index × processes ...): caches dropped first where the
-    phase reads (and how cold the files it reads then are, measured), all forked, all started at start_at."""
+    phase reads (and how cold the files it reads then are, measured), all forked, all started at start_at. The
+    first process that fails ends the phase at once: the others are stopped, and the error names its host and
+    rank in one line."""
     root = Path(spec["root"])
     p = spec["io500"]["processes"]
     nprocs = p * len(spec["hosts"])
@@ -274,21 +317,45 @@ def part(spec: dict, phase: str, start_at: float, host_index: int, items: int, r
     load_loops()  # once, before the fork: no process loads the library after the cache drop, on its own
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()
-    args = [(spec, phase, root, r, nprocs, start_at, items) for r in ranks]
-    workers = [ctx.Process(target=_worker, args=(a, results)) for a in args]
-    for w in workers:
+    workers = {
+        r: ctx.Process(target=_worker, args=((spec, phase, root, r, nprocs, start_at, items), results)) for r in ranks
+    }
+    for w in workers.values():
         w.start()
     try:
-        got = [results.get() for _ in workers]
+        got = _collect(workers, results, root, phase)
     finally:
-        for w in workers:
+        for w in workers.values():
+            if w.is_alive():
+                w.kill()
             w.join()
     failed = [g for g in got if "error" in g]
     if failed:
-        raise Io500Error(f"{phase} failed in {len(failed)} of {p} process(es) on {found['host']}: {failed[0]['error']}")
+        first = min(failed, key=lambda g: g.get("peer", False))  # a rank that failed, before those it stopped
+        raise Io500Error(f"io500 {phase} failed: {first['error']}")
     found["processes"] = sorted(got, key=lambda g: g["rank"])
     write_json(record_path, found)
     return found
+
+
+def _collect(workers: dict, results, root: Path, phase: str) -> list[dict]:
+    """Every worker's answer; at the first failure (an error answered, or a worker gone without one) what is in
+    hand, the others left to be stopped."""
+    got = {}
+    while len(got) < len(workers):
+        try:
+            g = results.get(timeout=0.1)
+        except queue.Empty:
+            gone = [r for r, w in workers.items() if r not in got and w.exitcode not in (None, 0)]
+            if not gone:
+                continue
+            line = f"host {short_hostname()} rank {gone[0]}: ended by exit code {workers[gone[0]].exitcode}"
+            _post_failure(sync_dir(root, phase), gone[0], line)
+            return [*got.values(), {"rank": gone[0], "error": line}]
+        got[g["rank"]] = g
+        if "error" in g:
+            return list(got.values())
+    return list(got.values())
 
 
 def _cached(spec: dict, phase: str, root: Path, ranks, nprocs: int, items: int) -> float | None:
