@@ -13,7 +13,7 @@ from fsbench.cluster.hosts import workdirs_here
 from fsbench.engines import table
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
-from fsbench.io500.phases import PHASES as IO500_PHASES
+from fsbench.io500.phases import order as io500_order
 from fsbench.toolkit.records import read_json
 
 try:
@@ -32,6 +32,8 @@ CELL = "{host}/{array}/{target}/{test}"
 # Where IO500's phases run (config io500), as (host, array, target); and their processes per host.
 IO500_PLACES = campaign_cells.io500_places(CAMPAIGN)
 IO500_THREADS = (CAMPAIGN["io500"] or {}).get("processes", 1)
+# IO500's phases in io500's order for the campaign's mode (extended adds find-easy and find-hard).
+IO500_PHASES = io500_order((CAMPAIGN["io500"] or {}).get("mode", "standard"))
 
 
 wildcard_constraints:

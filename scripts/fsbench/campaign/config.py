@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import stat
 import urllib.parse
 from pathlib import Path
@@ -292,6 +293,14 @@ def _check_io500(config: dict) -> None:
     if easy["blockSize"] % easy["transferSize"]:
         allowed = f"a multiple of io500.ior-easy.transferSize ({format_size(easy['transferSize'])})"
         raise _fail("io500.ior-easy.blockSize", format_size(easy["blockSize"]), allowed)
+    cmd = io500["drop-caches-cmd"]
+    if isinstance(cmd, str):
+        try:
+            io500["drop-caches-cmd"] = shlex.split(cmd)
+        except ValueError as e:
+            raise _fail("io500.drop-caches-cmd", cmd, f"a command a shell could split ({e})") from None
+    if cmd is not None and (not io500["drop-caches-cmd"] or not all(io500["drop-caches-cmd"])):
+        raise _fail("io500.drop-caches-cmd", cmd, "a command and its arguments, none empty")
     p = io500["processes"]
     files = p * (io500["mdtest-easy"]["n"] + io500["mdtest-hard"]["n"] + 1) + 1
     data = p * (easy["blockSize"] + io500["ior-hard"]["segmentCount"] * IOR_HARD_TRANSFER)

@@ -353,7 +353,8 @@ struct fsb_files {
                                close), 3 delete (unlink) */
     int32_t stamp;
     int32_t fsync_each;     /* a create fsyncs each file before its close */
-    int32_t pad;
+    int32_t verify;         /* a read compares what it read with expect, its first 8 bytes stamp_base + i */
+    const char *expect;     /* file_size bytes: what each file should hold, as created (verify) */
 };
 
 /* What happened. fsbench.engines.loops.FilesOut mirrors it. */
@@ -363,6 +364,7 @@ struct fsb_files_out {
     int64_t short_result; /* a read that found other than file_size bytes: what it found (else -1) */
     int32_t error;        /* errno of the failing call on file first + done (0: none; EIO for a wrong size) */
     int32_t pad;
+    int64_t bad, first_bad; /* verify: files that held other than expected, the first of them (-1: none) */
 };
 
 static int one_file(const struct fsb_files *f, int64_t i, struct fsb_files_out *o) {
@@ -410,6 +412,10 @@ static int one_file(const struct fsb_files *f, int64_t i, struct fsb_files_out *
         else if (got != f->file_size) {
             o->short_result = got;
             err = EIO;
+        } else if (f->verify && got >= 8 &&
+                   (memcmp(f->data, &(int64_t){f->stamp_base + i}, 8) || memcmp(f->data + 8, f->expect + 8, got - 8))) {
+            if (!o->bad++)
+                o->first_bad = i; /* counted, as mdtest -X counts its errors: the phase goes on */
         }
         if (close(fd) && !err)
             err = errno;
@@ -434,6 +440,7 @@ int64_t fsb_sizeof_files_out(void) { return (int64_t)sizeof(struct fsb_files_out
 int fsb_files(const struct fsb_files *f, struct fsb_files_out *o) {
     memset(o, 0, sizeof *o);
     o->short_result = -1;
+    o->first_bad = -1;
     int64_t last = mono_ns();
     for (int64_t i = f->first; i < f->last; i++) {
         if (f->deadline_ns && last >= f->deadline_ns)

@@ -109,7 +109,8 @@ class Files(ctypes.Structure):
         ("op", ctypes.c_int32),
         ("stamp", ctypes.c_int32),
         ("fsync_each", ctypes.c_int32),
-        ("pad", ctypes.c_int32),
+        ("verify", ctypes.c_int32),
+        ("expect", _p),
     ]
 
 
@@ -124,6 +125,8 @@ class FilesOut(ctypes.Structure):
         ("short_result", ctypes.c_int64),
         ("error", ctypes.c_int32),
         ("pad", ctypes.c_int32),
+        ("bad", ctypes.c_int64),
+        ("first_bad", ctypes.c_int64),
     ]
 
 
@@ -244,11 +247,12 @@ class FileLoop:
     from a pattern, not a list, as IO500's stonewalled phases give each process millions of names it may not use.
     create: open(O_CREAT|O_EXCL, 0644), write `data` (file_size bytes; with `stamp_base` each file's first 8
     bytes become stamp_base + i, little-endian here), fsync if `fsync_each`, close. stat: stat(2). read: open,
-    one read of file_size + 1 bytes (it must find file_size), close. delete: unlink."""
+    one read of file_size + 1 bytes (it must find file_size), close; with `verify`, what it read must be `data`
+    stamped as created, else the file is counted in `bad` (the first in `first_bad`). delete: unlink."""
 
     def __init__(
         self, op: str, folder: str, name: str, count: int, dirs: int = 1, file_size: int = 0, data: bytes = b"",
-        stamp_base=None, fsync_each=False,
+        stamp_base=None, fsync_each=False, verify=False,
     ):  # fmt: skip
         if op not in FILE_OPS:
             raise ValueError(f"unknown file operation {op!r}; allowed: {', '.join(FILE_OPS)}")
@@ -267,8 +271,13 @@ class FileLoop:
             op=FILE_OPS.index(op),
             stamp=stamp_base is not None and file_size >= 8,
             fsync_each=fsync_each,
+            verify=verify and op == "read" and file_size >= 8,
         )
-        self.moved = 0
+        # a read that checks reads into a buffer of its own beside what the files should hold
+        self._expect = self._buf
+        self._buf = ctypes.create_string_buffer(file_size + 1) if verify else self._buf
+        self.spec.data, self.spec.expect = ctypes.addressof(self._buf), ctypes.addressof(self._expect)
+        self.moved, self.bad, self.first_bad = 0, 0, None
         load()
 
     def path(self, i: int) -> str:
@@ -285,6 +294,9 @@ class FileLoop:
         h = self.hist
         h.count, h.total_ns, h.max_ns = h.count + out.done, h.total_ns + out.total_ns, max(h.max_ns, out.longest_ns)
         self.moved += out.moved
+        if out.bad:
+            self.bad += out.bad
+            self.first_bad = self.path(out.first_bad) if self.first_bad is None else self.first_bad
         if out.error:
             path = self.path(first + out.done)
             if out.short_result >= 0:
