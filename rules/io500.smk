@@ -35,9 +35,11 @@ rule io500_table:
     input:
         io500_records(),
     output:
-        report(
+        csv=report(
             f"{RESULTS}/io500.csv", caption="../captions/io500.rst", category="Tables"
         ),
+        # per target io500's result_summary.txt and result.txt
+        files=directory(f"{RESULTS}/io500"),
     log:
         f"{RESULTS}/logs/io500_table.log",
     conda:

@@ -22,6 +22,7 @@ from fsbench.campaign.plan import Plan
 from fsbench.history import store
 from fsbench.io500 import launch
 from fsbench.io500 import phases as ph
+from fsbench.io500.result_files import read_summary
 from fsbench.io500.table import markdown, table
 from fsbench.toolkit.sizes import format_size
 
@@ -411,6 +412,36 @@ def test_a_rank_waiting_at_the_stonewall_stops_at_its_deadline_or_at_a_failure_p
         _post_and_wait(tmp_path, 0, 2, 5, deadline=time.monotonic() + 60)
 
 
+def test_extended_mode_runs_find_easy_and_find_hard_and_adds_scorex_and_drop_caches_runs_its_command(tmp_path):
+    """mode: extended runs io500's optional phases in its order: find-easy (pfind -name *01* on mdtest-easy),
+    find-hard (-newer timestampfile -size 3901c -name *01* on mdtest-hard), scored in md only for scorex.
+    drop-caches: true runs drop-caches-cmd (a string split as a shell would, no shell) before every phase but
+    the timestamp."""
+    data, marks = tmp_path / "data", tmp_path / "drops"
+    data.mkdir()
+    marks.mkdir()
+    io500 = copy.deepcopy(IO500) | {"mode": "extended", "drop-caches": True}
+    io500["drop-caches-cmd"] = f"mktemp -p '{marks}'"  # each drop leaves a file: they are counted
+    cell = CellSpec.from_params(Plan(validate(campaign(data, io500=io500))).cell_spec("local", "p", "path", "io500", 1))
+    before, records = {"step": "prepare_array"}, {}
+    for phase in ph.order("extended"):
+        before = records[phase] = launch.phase_step(cell, phase, before, [], tmp_path / "hosts")
+    assert list(records) == IO500_ORDER and len(os.listdir(marks)) == len(IO500_ORDER) - 1
+    assert records["find"]["hosts"]["local"]["cold"] == f"mktemp -p {marks}"
+    easy, hard = records["find-easy"], records["find-hard"]
+    assert easy["amount"] == 2 * 20 and easy["found"] == ph.find_matches(2, 20) == 0 and not easy["valid"]
+    assert easy["invalid_reasons"] == "Find didn't find anything, this is likely invalid."  # io500's words
+    assert hard["amount"] == 2 * 102 and hard["found"] == 2 and hard["valid"] and hard["doubts"] == ""
+    df = table(list(records.values()))
+    assert list(df["phase"]) == [*IO500_ORDER, "bw", "md", "score", "scorex"]
+    v = df.set_index("phase")
+    md_x = [v.loc[p, "value"] for p in IO500_MD]  # the optional finds too
+    assert v.loc["scorex", "value"] == pytest.approx(
+        math.sqrt(v.loc["bw", "value"] * math.prod(md_x) ** (1 / len(md_x)))
+    )
+    assert not v.loc["scorex", "valid"]  # find-easy is [INVALID]: io500's [SCOREX] line too
+
+
 def run_limit(cell, phase):
     from fsbench.io500.run import limit_of
 
@@ -467,6 +498,15 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     assert "cold" not in reads  # drop-caches false, io500's default
     summary = (res / "summary.md").read_text()
     assert "## IO500 phases" in summary
+    # io500's result_summary.txt, read as io500's is read: the same figures as io500.csv, fsbench's version
+    found = read_summary((res / "io500" / "path" / "result_summary.txt").read_text())
+    assert found["version"].startswith("fsbench-") and found["mode"] == "standard"
+    assert list(found["phases"]) == IO500_ORDER_STANDARD
+    for p, got in found["phases"].items():
+        assert got["value"] == pytest.approx(values[p], abs=1e-6) and got["valid"] == v.loc[p, "valid"]
+    assert found["score"]["total"] == pytest.approx(values["score"], abs=1e-6) and not found["score"]["valid"]
+    result_txt = (res / "io500" / "path" / "result.txt").read_text()
+    assert re.search(r"^hash += fsbench-not-io500$", result_txt, re.M) and "[SCORE]" in result_txt
     io_read = pd.read_json(res / "runs/local/p/path/seq-1MiB-buffered-2s/rep1/read.json", typ="series")
     assert [(w["stream"], w["written_by"]) for w in io_read["read_from"]] == [(0, "stream 1"), (1, "stream 0")]
     assert io_read["read_from"][0]["read"].endswith("-1.dat") and io_read["row"]["bytes"] == 2 * 4 * 2**20
