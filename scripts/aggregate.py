@@ -24,7 +24,8 @@ def io500_sections(files) -> tuple[str, str]:
     if not files:
         return "", ""
     df = pd.read_csv(files[0], keep_default_na=False, na_values=[""])
-    df[["unit", "invalid_reasons"]] = df[["unit", "invalid_reasons"]].fillna("")
+    text = [c for c in ("unit", "invalid_reasons", "doubts") if c in df]  # doubts: since io500 method 5
+    df[text] = df[text].fillna("")
     return io500_table.markdown(df), io500_table.html_section(df)
 
 
@@ -42,12 +43,14 @@ def aggregate(records, baselines, out, campaign, io500=()):
     title = f"fsbench campaign '{campaign}'"
     per_host = hosts_blocks(records)  # all-hosts cells: each host's first-done, last-done and the stonewall
     io500_md, io500_html = io500_sections(io500)
+    # an io500 campaign's summary leads with its IO500 table, right under the title
+    markdown = with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host)
+    head, _, rest = markdown.partition("\n")
     with open(out.markdown, "w") as f:
-        f.write(with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host) + io500_md)
+        f.write(f"{head}\n{io500_md}\n{rest}" if io500_md else markdown)
     html = with_hosts_html(summary_html(summary, title, earlier_summary, verdicts), per_host)
     with open(out.html, "w") as f:
-        at_end = "</body>" in html  # the section goes inside the page
-        f.write(html.replace("</body>", io500_html + "</body>") if at_end else html + io500_html)
+        f.write(html.replace("</h1>", "</h1>\n" + io500_html, 1) if "</h1>" in html else io500_html + html)
     return {
         "rows": len(df),
         "timeseries_rows": len(series),

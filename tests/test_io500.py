@@ -442,6 +442,53 @@ def test_extended_mode_runs_find_easy_and_find_hard_and_adds_scorex_and_drop_cac
     assert not v.loc["scorex", "valid"]  # find-easy is [INVALID]: io500's [SCOREX] line too
 
 
+def result_txt(text: str) -> dict:
+    """io500's result.txt as an io500 user's script reads it: {section: {key: value}}, comments left out."""
+    found, section = {}, None
+    for line in text.splitlines():
+        if m := re.fullmatch(r"\[(.+)\]", line):
+            section = found.setdefault(m[1], {})
+        elif m := re.fullmatch(r"(\S+) += (.*)", line):
+            section[m[1]] = m[2]
+    return found
+
+
+def test_fsbench_s_result_files_read_as_the_io500_application_s(tmp_path):
+    """One parser (read_summary; result.txt's pairs) over the io500 application's files (tests/data, from io500
+    at 02091cf with tiny settings, stonewall-time 1) and fsbench's of the same settings: the same phases in the
+    same order, units, fields and score rows; fsbench's version and hashes are not io500's."""
+    from fsbench.io500 import result_files
+
+    theirs_dir = REPO / "tests" / "data" / "io500-02091cf"
+    theirs = result_files.read_summary((theirs_dir / "result_summary.txt").read_text())
+    data = tmp_path / "data"
+    data.mkdir()
+    io500 = copy.deepcopy(IO500) | {"stonewall-time": 1}
+    cell = CellSpec.from_params(Plan(validate(campaign(data, io500=io500))).cell_spec("local", "p", "path", "io500", 1))
+    before, records = {"step": "prepare_array"}, {}
+    for phase in ph.PHASES:
+        before = records[phase] = launch.phase_step(cell, phase, before, [], tmp_path / "hosts")
+    written = result_files.write(list(records.values()), table(list(records.values())), tmp_path / "io500")
+    ours = result_files.read_summary((tmp_path / "io500" / "path" / "result_summary.txt").read_text())
+    assert written == [str(tmp_path / "io500" / "path" / n) for n in ("result_summary.txt", "result.txt")]
+    assert list(ours["phases"]) == list(theirs["phases"]) == IO500_ORDER_STANDARD
+    assert {p: r["unit"] for p, r in ours["phases"].items()} == {p: r["unit"] for p, r in theirs["phases"].items()}
+    assert {p: set(r) for p, r in ours["phases"].items()} == {p: set(r) for p, r in theirs["phases"].items()}
+    assert set(ours["score"]) == set(theirs["score"]) and "scorex" not in ours and "scorex" not in theirs
+    assert ours["mode"] == theirs["mode"] == "standard" and ours["version"] != theirs["version"]
+    # the same [INVALID]s where io500 decides alike: the short write phases, the score
+    for p in ("ior-easy-write", "ior-hard-write", "mdtest-easy-write", "mdtest-hard-write"):
+        assert not ours["phases"][p]["valid"] and not theirs["phases"][p]["valid"]
+    assert not ours["score"]["valid"] and not theirs["score"]["valid"]
+    mine, io500s = (result_txt(Path(f).read_text()) for f in (written[1], theirs_dir / "result.txt"))
+    assert list(mine) == list(io500s) and set(mine["run"]) == set(io500s["run"])
+    assert set(mine["SCORE"]) == set(io500s["SCORE"]) == {"MD", "BW", "SCORE", "hash"}
+    for p in ph.PHASES:  # io500 adds its tools' own pairs (throughput-stonewall, nproc, ...)
+        assert {"t_start", "t_delta", "t_end"} <= set(mine[p]) and set(mine[p]) <= set(io500s[p]), p
+    assert re.fullmatch(r"[0-9A-F]+", io500s["SCORE"]["hash"]) and not re.fullmatch(r"[0-9A-F]+", mine["SCORE"]["hash"])
+    assert not re.fullmatch(r"[0-9A-F]+", mine["run"]["config-hash"])
+
+
 def run_limit(cell, phase):
     from fsbench.io500.run import limit_of
 
@@ -497,7 +544,10 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
     reads = rec["ior-easy-read"]["hosts"]["local"]
     assert "cold" not in reads  # drop-caches false, io500's default
     summary = (res / "summary.md").read_text()
-    assert "## IO500 phases" in summary
+    assert re.findall(r"^## .*", summary, re.M)[0] == "## IO500 phases"  # it leads, under the title
+    page = (res / "summary.html").read_text()
+    assert page.index("<h2>IO500 phases</h2>") < page.index("<h2>", page.index("</h1>")) + 1
+    assert '<td style="text-align:left">mdtest-hard-write</td>' in page and "nan" not in page.split("IO500")[1][:9000]
     # io500's result_summary.txt, read as io500's is read: the same figures as io500.csv, fsbench's version
     found = read_summary((res / "io500" / "path" / "result_summary.txt").read_text())
     assert found["version"].startswith("fsbench-") and found["mode"] == "standard"

@@ -196,7 +196,10 @@ def invalid(phase: str, seconds: float, value: float, stonewall: int, errors: in
     if p.kind == "mdtest" and p.verify and errors:
         found_why.append(f"Errors ({errors}) occured during phase in mdtest. This invalidates your run.")
     if p.kind == "ior" and p.write and seconds < stonewall:
-        found_why.append(f"Write phase needed {seconds:f}s instead of stonewall {stonewall}s.")
+        # it ended before the stonewall: IOR says it was hit at 0.0 s
+        found_why.append(
+            f"Write phase needed {seconds:f}s instead of stonewall {stonewall}s. Stonewall was hit at 0.0s"
+        )
     if p.kind == "find" and not found:
         found_why.append("Find didn't find anything, this is likely invalid.")
     if p.timed_write and seconds < stonewall:

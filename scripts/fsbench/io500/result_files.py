@@ -52,12 +52,21 @@ def result(part: pd.DataFrame, records: dict, mode: str, procs: int, where: str)
     [INVALID] reasons as io500's "; ERROR INVALID" lines, score, t_delta, t_end), [SCORE] (and [SCOREX])."""
     rows = part.set_index("phase")
     out = ["[run]", _pair("procs", procs), _pair("version", VERSION), _pair("config-hash", HASH)]
-    out += [_pair("result-dir", where), _pair("mode", mode), ""]
+    out += [_pair("result-dir", where), _pair("mode", mode)]
+    stonewall = records[ph.order(mode)[0]]["cell"]["io500"]["stonewall-time"]
+    out += (
+        [f"; ERROR INVALID stonewall-time {stonewall}s != {ph.LIST_STONEWALL}s"]
+        if stonewall != ph.LIST_STONEWALL
+        else []
+    )
+    out += [""]
     for name in ph.order(mode):
         r, rec = rows.loc[name], records[name]
-        out += ["", f"[{name}]", _pair("t_start", _when(rec["started_at"])), _pair("exe", rec.get("command", ""))]
+        dummy = ph.BY_NAME[name].kind == "dummy"  # io500 prints neither exe nor score for the timestamp
+        out += ["", f"[{name}]", _pair("t_start", _when(rec["started_at"]))]
+        out += [] if dummy else [_pair("exe", rec.get("command", ""))]
         out += [f"; ERROR INVALID {why}" for why in str(r["invalid_reasons"] or "").split("; ") if why]
-        out += [_pair("score", _f(r["value"]))] if ph.BY_NAME[name].kind != "dummy" else []
+        out += [] if dummy else [_pair("score", _f(r["value"]))]
         out += [_pair("t_delta", f"{r['seconds']:.4f}"), _pair("t_end", _when(rec["started_at"] + r["seconds"]))]
     for row, head in (("score", "[SCORE]"), ("scorex", "[SCOREX]")):
         if row in rows.index:
@@ -82,7 +91,7 @@ def read_summary(text: str) -> dict:
     valid}}, "score"/"scorex": {bw, md, total, valid}}. Lines io500 prints beside them (ERROR INVALID on a
     terminal) are not in the file; any other line is refused."""
     lines = text.splitlines()
-    head = re.fullmatch(r"IO500 version (\S+) \((standard|extended)\)", lines[0])
+    head = re.fullmatch(r"IO500 version (\S*) \((standard|extended)\)", lines[0])  # a build outside git: none
     if not head:
         raise ValueError(f"not a result_summary.txt: {lines[0]!r}")
     found = {"version": head[1], "mode": head[2], "phases": {}}
