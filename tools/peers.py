@@ -117,15 +117,23 @@ IO500_TARBALL = TARBALL.parent / "io500-02091cf.tar.gz"
 IO500_STAMP = PREFIX / "io500.sha256"
 
 
+def io500_built() -> Path | None:
+    """The io500 application, if a build of its current tarball is there."""
+    exe = ROOT / "src-io500" / "io500" / "io500"
+    if not (IO500_TARBALL.exists() and exe.exists() and IO500_STAMP.exists()):
+        return None
+    return exe if IO500_STAMP.read_text().strip() == _sha256(IO500_TARBALL) else None
+
+
 def io500(log=None) -> Path | None:
     """The io500 application (IO500/io500 at 02091cf, MIT), built once per tarball as ../shared/notes/io500.md
     says: its tree in ROOT/src-io500/io500 with the built IOR tree linked at build/ior and pfind's built by its
     compile.sh at build/pfind, then make (mpicc). Needs build() first. None where its tarball is not found."""
     if not IO500_TARBALL.exists():
         return None
+    if found := io500_built():
+        return found
     exe, digest = ROOT / "src-io500" / "io500" / "io500", _sha256(IO500_TARBALL)
-    if exe.exists() and IO500_STAMP.exists() and IO500_STAMP.read_text().strip() == digest:
-        return exe
     src = ROOT / "src-io500"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
