@@ -187,6 +187,9 @@ def plot_files(as_report_items=False):
     # Nor a time series (timeseries.csv has no rows for it).
     series = table.why_not(CAMPAIGN["io"]["engine"], table.TIMESERIES)
     names += ["timeseries"] if series is None else []
+    # an io500 campaign without io: has no block I/O figures
+    if not campaign_cells.io_tests(CAMPAIGN):
+        names = []
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []

@@ -7,6 +7,8 @@ summary.html holds the tables of summary.md as a page of its own: the report sho
 verdicts of comparisons.csv (fsbench.analysis.compare).
 """
 
+from pathlib import Path
+
 import pandas as pd
 
 from fsbench.analysis.aggregate import measurements, with_stops
@@ -14,6 +16,7 @@ from fsbench.analysis.compare import comparisons
 from fsbench.analysis.stats import summarize, summarize_baselines
 from fsbench.analysis.timeseries_table import timeseries_table
 from fsbench.io500 import table as io500_table
+from fsbench.io500.result_files import target_dir
 from fsbench.report.per_host import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.report.summary import summary_html, summary_markdown
 from fsbench.toolkit.run_step import run_step
@@ -26,7 +29,10 @@ def io500_sections(files) -> tuple[str, str]:
     df = pd.read_csv(files[0], keep_default_na=False, na_values=[""])
     text = [c for c in ("unit", "invalid_reasons", "doubts") if c in df]  # doubts: since io500 method 5
     df[text] = df[text].fillna("")
-    return io500_table.markdown(df), io500_table.html_section(df)
+    folder = Path(files[0]).parent / "io500"  # each target's phases.png (rule io500_table), beside the page
+    charts = {t: f"io500/{target_dir(folder, t).name}/phases.png" for t in df["target"].unique()}
+    charts = {t: c for t, c in charts.items() if (Path(files[0]).parent / c).exists()}
+    return io500_table.markdown(df), io500_table.html_section(df, charts)
 
 
 def aggregate(records, baselines, out, campaign, io500=()):

@@ -579,6 +579,21 @@ def test_an_io500_campaign_on_a_path_array_writes_every_phase_bw_md_and_score(ex
         assert any(line.endswith(f" local/p path io500 {p}") for line in listed.splitlines()), (p, listed)
 
 
+def test_an_io500_campaign_without_an_io_section_measures_only_its_phases(tmp_path):
+    """No io: section, no block I/O cell: the campaign runs io500's phases, its summary leads with their table
+    and shows their bar chart; io500's files beside it."""
+    data = tmp_path / "data"
+    data.mkdir()
+    c = {k: v for k, v in campaign(data, scratch=str(tmp_path / "s")).items() if k != "io"}
+    run_campaign(tmp_path / "w", c)
+    res = tmp_path / "w" / "results" / "io5"
+    assert os.listdir(res / "runs" / "local" / "p" / "path") == ["io500"]
+    assert pd.read_csv(res / "measurements.csv").empty and not (res / "plots").exists()
+    page = (res / "summary.html").read_text()
+    assert '<img src="io500/path/phases.png"' in page and (res / "io500" / "path" / "phases.png").stat().st_size
+    assert sorted(os.listdir(res / "io500" / "path")) == ["phases.png", "result.txt", "result_summary.txt"]
+
+
 @needs_root
 def test_every_phase_runs_through_the_all_hosts_launcher(tmp_path):
     """The path a cluster takes (host all: `python -m fsbench io500-part` per host, here this host alone):

@@ -111,6 +111,11 @@ def read_summary(text: str) -> dict:
     return found
 
 
+def target_dir(folder, target: str) -> Path:
+    """A target's folder of io500's files: its io500.csv name, `/` as `-`."""
+    return Path(folder) / str(target).replace("/", "-")
+
+
 def write(records: list[dict], df: pd.DataFrame, folder) -> list[str]:
     """Each target's result_summary.txt and result.txt under folder/<target> (io500.csv's target names, `/` as
     `-`); the files written."""
@@ -121,7 +126,7 @@ def write(records: list[dict], df: pd.DataFrame, folder) -> list[str]:
         first = next(iter(mine.values()))
         mode = first["cell"]["io500"].get("mode", "standard")
         procs = first["cell"]["io500"]["processes"] * max(1, len(first.get("hosts") or {}))
-        where = Path(folder) / str(name).replace("/", "-")
+        where = target_dir(folder, name)
         where.mkdir(parents=True, exist_ok=True)
         (where / "result_summary.txt").write_text(summary(part, mode))
         (where / "result.txt").write_text(result(part, mine, mode, procs, str(where)))
