@@ -398,6 +398,9 @@ def test_a_process_that_fails_under_stonewall_ends_the_phase_at_once_and_the_rer
     procs = again["hosts"]["local"]["processes"]
     at_wall = [q["at_stonewall"] for q in procs]
     assert 0 < max(at_wall) < 199999 and {q["items"] for q in procs} == {max(at_wall)}
+    # an mdtest write run again (its files of the attempt before still there) makes its files anew
+    made = [launch.phase_step(cell, "mdtest-easy-write", again, [], records)["amount"] for _ in range(2)]
+    assert made == [2 * 20, 2 * 20]
 
 
 def test_a_rank_waiting_at_the_stonewall_stops_at_its_deadline_or_at_a_failure_posted(tmp_path):

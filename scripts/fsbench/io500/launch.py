@@ -61,7 +61,7 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
     if phase == "ior-rnd4K-easy-read":  # in 4 KiB pieces
         items = items * run.item_bytes(spec, kind.made_by) // ph.RND4K_BYTES
     if kind.stonewalled:
-        run.fresh(root, phase)
+        run.fresh(root, phase, nprocs)
     for name in names:
         (record_dir / f"{name}-{phase}.json").unlink(missing_ok=True)
     if cell.host == ALL_HOSTS:

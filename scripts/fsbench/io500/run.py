@@ -69,10 +69,17 @@ def sync_dir(root: Path, phase: str) -> Path:
     return root / ".sync" / phase
 
 
-def fresh(root: Path, phase: str) -> None:
-    """Before a write phase: its .sync folder emptied, so that no rank reads a post of an earlier attempt."""
+def fresh(root: Path, phase: str, nprocs: int) -> None:
+    """Before a stonewalled phase: its .sync folder emptied, so that no rank reads a post of an earlier attempt;
+    before an mdtest write, its folders emptied too (a rerun after a failed attempt makes its files anew)."""
     shutil.rmtree(sync_dir(root, phase), ignore_errors=True)
     sync_dir(root, phase).mkdir(parents=True)
+    family = ph.BY_NAME[phase].family
+    if ph.BY_NAME[phase].write and family.startswith("mdtest"):
+        shutil.rmtree(root / family)
+        (root / family).mkdir()
+        for r in range(nprocs) if family == "mdtest-easy" else []:
+            (root / family / f"rank{r}").mkdir()
 
 
 def timestamp(root: Path) -> Path:
