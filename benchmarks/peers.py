@@ -391,6 +391,8 @@ def io500_phases(io5: dict) -> list:
 # At least 5 rounds: the whole run of each (every phase in order), fsbench, io500 and io500 again in turns.
 APP_ROUNDS = 1 if SMOKE else int(os.environ.get("IO500_APP_ROUNDS", "5"))
 APP_ROWS = [p for p in ph500.PHASES if p != "timestamp"] + ["bw", "md", "score"]
+# The stonewall-time of both: io500's ior-rnd4K-easy-read reads on until it (300 s, the list's, would be 300 s a run).
+APP_STONEWALL = 1 if SMOKE else int(os.environ.get("IO500_APP_STONEWALL", "10"))
 APP_GOAL = (0.9, 1.1)
 
 
@@ -534,7 +536,7 @@ def judged(bin_dir: Path, root: Path, sc: Scale) -> dict:
             for phase, run in io500_round(bin_dir, root, order(rnd), sc.io5).items():
                 figures.setdefault(f"io500 {phase}", []).append(run)
         if rnd < APP_ROUNDS and (exe := peers.io500_built()):
-            for row, run in app_round(exe, root, order(rnd), sc.io5).items():
+            for row, run in app_round(exe, root, order(rnd), sc.io5 | {"stonewall-time": APP_STONEWALL}).items():
                 figures.setdefault(f"io500-app {row}", []).append(run)
         this_round = {p: runs[-1] for p, runs in figures.items() if len(runs) == rnd + 1}
         said = [
@@ -894,8 +896,9 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple, memor
         f"The io500-app rows hold fsbench's whole io500 campaign (every phase in io500's order, io500.csv's "
         f"figures, bw, md and score) against the io500 application itself (IO500/io500 at 02091cf, built by "
         f"tools/peers.py, `mpirun --oversubscribe -np 2 ./io500 config.ini` with the same settings and io500's "
-        f"defaults: drop-caches false, dataPacketType timestamp; its result_summary.txt), {APP_ROUNDS} rounds, the "
-        "turns of fsbench, io500 and io500 again rotating; the peer against itself is io500 again/io500.",
+        f"defaults: drop-caches false, dataPacketType timestamp; its result_summary.txt) and stonewall-time "
+        f"{APP_STONEWALL} for both, {APP_ROUNDS} rounds, the turns of fsbench, io500 and io500 again rotating; the "
+        "peer against itself is io500 again/io500.",
     ]
     return "\n".join(lines) + "\n"
 
