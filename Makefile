@@ -62,7 +62,8 @@ bench-cluster: setup
 
 # fsbench against IOR and mdtest (built out of tree from ../shared/peers by tools/peers.py) with the same parameters
 # on the same storage: a RAM-backed ext4 and the test cluster's GlusterFS volume (which takes
-# /tmp/fsbench-slurm.lock while it runs); paired rounds. Keeps the table in docs/bench-peers.md. SMOKE=1: tiny
-# sizes, one round, ext4 only, nothing written.
+# /tmp/fsbench-slurm.lock while it runs); paired rounds. Also the io500 application (built from io500-02091cf.tar.gz)
+# against fsbench's whole io500 campaign, IO500_APP_ROUNDS rounds (default 5). Keeps the table in
+# docs/bench-peers.md. SMOKE=1: tiny sizes, one round, ext4 only, nothing written.
 bench-peers: setup
 	.venv/bin/python benchmarks/peers.py

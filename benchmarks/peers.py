@@ -64,6 +64,8 @@ from fsbench.engines.job import Job, Stream  # noqa: E402
 from fsbench.engines.table import run as run_engine  # noqa: E402
 from fsbench.io500 import phases as ph500  # noqa: E402
 from fsbench.io500.launch import phase_step  # noqa: E402
+from fsbench.io500.result_files import read_summary  # noqa: E402
+from fsbench.io500.table import table as io500_table  # noqa: E402
 from fsbench.storage import devices  # noqa: E402
 from fsbench.toolkit.sizes import format_size  # noqa: E402
 from fsbench.toolkit.system import exit_on_sigterm  # noqa: E402
@@ -258,11 +260,9 @@ MD_PHASE_LINE = {"write": "File creation", "stat": "File stat", "read": "File re
 
 
 def io500_peer_phase(bin_dir: Path, d: Path, phase: str, io5: dict) -> float:
-    """The peer's value of one phase on its folder `d`, in IO500's units (GiB/s, kIOPS), caches dropped first where
-    fsbench drops them (fsbench.io500.phases.COLD)."""
+    """The peer's value of one phase on its folder `d`, in IO500's units (GiB/s, kIOPS); no cache dropped, as
+    neither io500 (drop-caches false, its default) nor fsbench's io500 phases then drop one."""
     tool, args = io500_peer_commands(d, io5)[phase]
-    if phase in ph500.COLD:
-        drop_caches()
     if tool == "pfind":
         out = mpirun(bin_dir, "pfind", args)
         return float(re.search(r"rate: ([0-9.]+) kiops", out).group(1))
@@ -339,7 +339,11 @@ def io500_round(bin_dir: Path, root: Path, turns: tuple, io5: dict) -> dict:
         io500_peer_folder(root / "peer-io500") as peer,
         io500_peer_folder(root / "peer-again-io500") as again,
     ):
+        compared = io500_peer_commands(root, io5)
         for phase in ph500.PHASES:
+            if phase not in compared:  # the timestamp (find needs it), ior-rnd4K-easy-read: no peer command
+                fsbench_phase(phase)
+                continue
             got[phase] = {}
             for who in turns:
                 if who == "fsbench":
@@ -368,7 +372,7 @@ def before_flush(record: dict) -> float:
 def io500_phases(io5: dict) -> list:
     cmds = io500_peer_commands(Path("DIR"), io5)
     found = []
-    for phase in ph500.PHASES:
+    for phase in [p for p in ph500.PHASES if p in cmds]:
         tool, args = cmds[phase]
         goal = IO_GOAL if phase.startswith("ior-") else MD_GOAL
         cmd = shlex.join([tool, *args]) + (" | wc -l" if tool == "find" else "")
@@ -380,6 +384,86 @@ def io500_phases(io5: dict) -> list:
 
 
 # --- rounds ----------------------------------------------------------------------------------------
+
+
+# --- the io500 application itself against fsbench's io500 campaign (issue 37 item 6) ----------------------
+
+# At least 5 rounds: the whole run of each (every phase in order), fsbench, io500 and io500 again in turns.
+APP_ROUNDS = 1 if SMOKE else int(os.environ.get("IO500_APP_ROUNDS", "5"))
+APP_ROWS = [p for p in ph500.PHASES if p != "timestamp"] + ["bw", "md", "score"]
+# The stonewall-time of both: io500's ior-rnd4K-easy-read reads on until it (300 s, the list's, would be 300 s a run).
+APP_STONEWALL = 1 if SMOKE else int(os.environ.get("IO500_APP_STONEWALL", "10"))
+APP_GOAL = (0.9, 1.1)
+
+
+def app_ini(d: Path, io5: dict) -> str:
+    """io500's ini of the same settings as fsbench's campaign `io5` (io500's defaults for the rest: drop-caches
+    false, dataPacketType timestamp), its data and results under `d`."""
+    return "\n".join(
+        [
+            "[global]",
+            f"datadir = {d / 'data'}",
+            "timestamp-datadir = FALSE",
+            f"resultdir = {d / 'results'}",
+            "timestamp-resultdir = FALSE",
+            "[debug]",
+            f"stonewall-time = {io5['stonewall-time']}",
+            "[ior-easy]",
+            f"transferSize = {io5_bytes(io5['ior-easy']['transferSize'])}",
+            f"blockSize = {io5_bytes(io5['ior-easy']['blockSize'])}",
+            "[ior-hard]",
+            f"segmentCount = {io5['ior-hard']['segmentCount']}",
+            "[mdtest-easy]",
+            f"n = {io5['mdtest-easy']['n']}",
+            "[mdtest-hard]",
+            f"n = {io5['mdtest-hard']['n']}",
+            "",
+        ]
+    )
+
+
+def io500_app(exe: Path, d: Path, io5: dict) -> dict:
+    """{row: value} of one run of the io500 application (`mpirun -np 2 ./io500 <ini>`) in folder `d`, read
+    from its result_summary.txt."""
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir()
+    try:
+        ini = d / "config.ini"
+        ini.write_text(app_ini(d, io5))
+        argv = [*peers.mpirun(RANKS), str(exe), str(ini)]
+        proc = subprocess.run(argv, capture_output=True, text=True, env=os.environ | peers.MPI_ENV, timeout=7200)
+        if proc.returncode:
+            raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stdout[-2000:]}")
+        found = read_summary((d / "results" / "result_summary.txt").read_text())
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    score = found["score"]
+    return (
+        {p: r["value"] for p, r in found["phases"].items()}
+        | {"bw": score["bw"], "md": score["md"]}
+        | {"score": score["total"]}
+    )
+
+
+def app_fsbench(root: Path, io5: dict) -> dict:
+    """{row: value} of fsbench's io500 campaign, every phase in order, as io500.csv holds them."""
+    with io500_fsbench(root, io5) as phase:
+        records = [phase(p) for p in ph500.PHASES]
+    return io500_table(records).set_index("phase")["value"].to_dict()
+
+
+def app_round(exe: Path, root: Path, turns: tuple, io5: dict) -> dict:
+    """{row: {who: value}}: fsbench's campaign, the io500 application and the application again, in `turns`."""
+    got = {}
+    for who in turns:
+        got[who] = app_fsbench(root, io5) if who == "fsbench" else io500_app(exe, root / who.replace(" ", "-"), io5)
+    return {row: {who: got[who][row] for who in WHO} for row in APP_ROWS}
+
+
+def app_phases(io5: dict) -> list:
+    what = "fsbench's io500 campaign, every phase in io500's order (fsbench.io500.launch.phase_step), io500.csv's row"
+    cmd = "mpirun --oversubscribe -np 2 ./io500 config.ini (io500 at 02091cf), its result_summary.txt"
+    return [Phase(f"io500-app {row}", ph500.unit(row), APP_GOAL, what, cmd) for row in APP_ROWS]
 
 
 def phases(sc: Scale) -> list[Phase]:
@@ -394,7 +478,7 @@ def phases(sc: Scale) -> list[Phase]:
         cmd = "mdtest " + " ".join(mdtest_args(Path("DIR"), ph, sc.files))
         what = f"metadata run_phase('{ph}'), 2 x {sc.files} empty files"
         found.append(Phase(f"md {ph}", "files/s", MD_GOAL, what, cmd))
-    return found + io500_phases(sc.io5)
+    return found + io500_phases(sc.io5) + (app_phases(sc.io5) if peers.io500_built() else [])
 
 
 WHO = ("fsbench", "peer", "peer again")
@@ -451,6 +535,9 @@ def judged(bin_dir: Path, root: Path, sc: Scale) -> dict:
         if rnd < IO500_ROUNDS:
             for phase, run in io500_round(bin_dir, root, order(rnd), sc.io5).items():
                 figures.setdefault(f"io500 {phase}", []).append(run)
+        if rnd < APP_ROUNDS and (exe := peers.io500_built()):
+            for row, run in app_round(exe, root, order(rnd), sc.io5 | {"stonewall-time": APP_STONEWALL}).items():
+                figures.setdefault(f"io500-app {row}", []).append(run)
         this_round = {p: runs[-1] for p, runs in figures.items() if len(runs) == rnd + 1}
         said = [
             f"{p} {r['fsbench'] / r['peer']:.2f} ({r['peer again'] / r['peer']:.2f})" for p, r in this_round.items()
@@ -728,7 +815,7 @@ FINDINGS = [
 
 
 def rate_text(value: float, unit: str) -> str:
-    if unit in ("GiB/s", "kIOPS"):  # IO500's own units, as io500.csv has them
+    if unit in ("GiB/s", "kIOPS", ""):  # IO500's own units, as io500.csv has them (the score has none)
         return f"{value:.3f} {unit}"
     return f"{value / 1e6:.0f} MB/s" if unit == "MB/s" else f"{value / 1e3:.1f}k files/s"
 
@@ -805,6 +892,13 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple, memor
             else "find's peer is one GNU find over the peer's whole data folder, timed around the process "
             "(pfind's tarball was not found: tools/peers.py)."
         ),
+        "",
+        f"The io500-app rows hold fsbench's whole io500 campaign (every phase in io500's order, io500.csv's "
+        f"figures, bw, md and score) against the io500 application itself (IO500/io500 at 02091cf, built by "
+        f"tools/peers.py, `mpirun --oversubscribe -np 2 ./io500 config.ini` with the same settings and io500's "
+        f"defaults: drop-caches false, dataPacketType timestamp; its result_summary.txt) and stonewall-time "
+        f"{APP_STONEWALL} for both, {APP_ROUNDS} rounds, the turns of fsbench, io500 and io500 again rotating; the "
+        "peer against itself is io500 again/io500.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -835,6 +929,8 @@ def main() -> int:
     started, load = datetime.now(UTC), os.getloadavg()
     bin_dir = peers.build(log=Path("/var/tmp/fsbench-peers-build.log"))
     find = peers.pfind(log=Path("/var/tmp/fsbench-peers-build.log")) or "GNU find"
+    app = peers.io500(log=Path("/var/tmp/fsbench-peers-build.log")) or "not built: no tarball"
+    log(f"the io500 application: {app} ({APP_ROUNDS} round(s) against fsbench's io500 campaign)")
     log(f"IOR and mdtest in {bin_dir}; find's peer: {find}")
     with memory_kept() as memory:
         log(memory)

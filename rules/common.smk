@@ -15,7 +15,7 @@ from fsbench.cluster.hosts import workdirs_here
 from fsbench.engines import table
 from fsbench.storage.devices import lock_campaign, release
 from fsbench.storage.guards import lock_device
-from fsbench.io500.phases import PHASES as IO500_PHASES
+from fsbench.io500.phases import order as io500_order
 from fsbench.toolkit.records import read_json
 
 try:
@@ -38,6 +38,8 @@ CELL = "{host}/{array}/{target}/{test}"
 # Where IO500's phases run (config io500), as (host, array, target); and their processes per host.
 IO500_PLACES = campaign_cells.io500_places(CAMPAIGN)
 IO500_THREADS = (CAMPAIGN["io500"] or {}).get("processes", 1)
+# IO500's phases in io500's order for the campaign's mode (extended adds find-easy and find-hard).
+IO500_PHASES = io500_order((CAMPAIGN["io500"] or {}).get("mode", "standard"))
 
 
 wildcard_constraints:
@@ -191,6 +193,9 @@ def plot_files(as_report_items=False):
     # Nor a time series (timeseries.csv has no rows for it).
     series = table.why_not(CAMPAIGN["io"]["engine"], table.TIMESERIES)
     names += ["timeseries"] if series is None else []
+    # an io500 campaign without io: has no block I/O figures
+    if not campaign_cells.io_tests(CAMPAIGN):
+        names = []
     names += ["metadata"] if CAMPAIGN["metadata"] else []
     names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []

@@ -1,4 +1,4 @@
-# IO500's twelve phases (config io500) on each target, in IO500's order, each its own rule and record: a phase
+# IO500's phases (config io500) on each target, in IO500's order, each its own rule and record: a phase
 # waits for the one before it (the first for the target's mount, or the path array), every host of the cell
 # running its processes at once (fsbench.io500). The chain of temp state files is the block I/O cells': a
 # phase whose predecessor's state is gone (a release) is redone from mkfs.
@@ -35,9 +35,11 @@ rule io500_table:
     input:
         io500_records(),
     output:
-        report(
+        csv=report(
             f"{RESULTS}/io500.csv", caption="../captions/io500.rst", category="Tables"
         ),
+        # per target io500's result_summary.txt and result.txt
+        files=directory(f"{RESULTS}/io500"),
     log:
         f"{RESULTS}/logs/io500_table.log",
     conda:

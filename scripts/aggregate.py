@@ -7,6 +7,8 @@ summary.html holds the tables of summary.md as a page of its own: the report sho
 verdicts of comparisons.csv (fsbench.analysis.compare).
 """
 
+from pathlib import Path
+
 import pandas as pd
 
 from fsbench.analysis.aggregate import measurements, with_stops
@@ -14,6 +16,7 @@ from fsbench.analysis.compare import comparisons
 from fsbench.analysis.stats import summarize, summarize_baselines
 from fsbench.analysis.timeseries_table import timeseries_table
 from fsbench.io500 import table as io500_table
+from fsbench.io500.result_files import target_dir
 from fsbench.report.per_host import hosts_blocks, with_hosts_html, with_hosts_markdown
 from fsbench.report.summary import summary_html, summary_markdown
 from fsbench.toolkit.run_step import run_step
@@ -24,8 +27,12 @@ def io500_sections(files) -> tuple[str, str]:
     if not files:
         return "", ""
     df = pd.read_csv(files[0], keep_default_na=False, na_values=[""])
-    df[["unit", "invalid_reasons"]] = df[["unit", "invalid_reasons"]].fillna("")
-    return io500_table.markdown(df), io500_table.html_section(df)
+    text = [c for c in ("unit", "invalid_reasons", "doubts") if c in df]  # doubts: since io500 method 5
+    df[text] = df[text].fillna("")
+    folder = Path(files[0]).parent / "io500"  # each target's phases.png (rule io500_table), beside the page
+    charts = {t: f"io500/{target_dir(folder, t).name}/phases.png" for t in df["target"].unique()}
+    charts = {t: c for t, c in charts.items() if (Path(files[0]).parent / c).exists()}
+    return io500_table.markdown(df), io500_table.html_section(df, charts)
 
 
 def aggregate(records, baselines, out, campaign, io500=()):
@@ -42,12 +49,14 @@ def aggregate(records, baselines, out, campaign, io500=()):
     title = f"fsbench campaign '{campaign}'"
     per_host = hosts_blocks(records)  # all-hosts cells: each host's first-done, last-done and the stonewall
     io500_md, io500_html = io500_sections(io500)
+    # an io500 campaign's summary leads with its IO500 table, right under the title
+    markdown = with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host)
+    head, _, rest = markdown.partition("\n")
     with open(out.markdown, "w") as f:
-        f.write(with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host) + io500_md)
+        f.write(f"{head}\n{io500_md}\n{rest}" if io500_md else markdown)
     html = with_hosts_html(summary_html(summary, title, earlier_summary, verdicts), per_host)
     with open(out.html, "w") as f:
-        at_end = "</body>" in html  # the section goes inside the page
-        f.write(html.replace("</body>", io500_html + "</body>") if at_end else html + io500_html)
+        f.write(html.replace("</h1>", "</h1>\n" + io500_html, 1) if "</h1>" in html else io500_html + html)
     return {
         "rows": len(df),
         "timeseries_rows": len(series),

@@ -162,7 +162,7 @@ IO500_SMALL = {
     "ior-easy": {"transferSize": "64KiB", "blockSize": "1MiB"},
     "ior-hard": {"segmentCount": 10},
     "mdtest-easy": {"n": 20},
-    "mdtest-hard": {"n": 15},
+    "mdtest-hard": {"n": 102},  # file.mdtest.<rank>.101 matches find's *01*: io500 finds one per rank
 }
 
 

@@ -26,13 +26,14 @@ def config(tmp_path, **io500):
     return validate(c | {"history": False, "scratch": str(tmp_path)})
 
 
-# What doubts a figure, and the list's own rule that every write phase of 1 s breaks (as a real record says it:
-# a submission's rule, not held against the figure by the history).
-DOUBT, LIST_RULE = "counted 990 of 1000 items", "ran 1 s, under the list's 300 s"
+# What doubts a figure, and io500's rule that every write phase of 1 s breaks (as a real record says it: a
+# submission's rule, not held against the figure by the history).
+DOUBT, LIST_RULE = "counted 990 of 1000 items", "Runtime is smaller than expected minimum runtime"
+FIGURES = 13  # io500's standard phases but the timestamp, which has no figure
 
 
 def records(tmp_path, c, run: int, value=lambda phase: 10.0, valid=True, hosts=("local",), why=None) -> list:
-    """A run's twelve phase records, as fsbench.io500.launch writes them (the fields the store reads)."""
+    """A run's phase records, as fsbench.io500.launch writes them (the fields the store reads)."""
     cell = Plan(c).cell_spec("local", "p", "path", "io500", 1)
     folder = tmp_path / f"run{run}-{len(list(tmp_path.iterdir()))}"
     folder.mkdir()
@@ -45,9 +46,8 @@ def records(tmp_path, c, run: int, value=lambda phase: 10.0, valid=True, hosts=(
             "unit": ph.unit(phase),
             "seconds": 1.0,
             "valid": valid,
-            "invalid_reasons": "; ".join(
-                ([] if valid or why == LIST_RULE else [DOUBT]) + ([LIST_RULE] if phase in ph.WRITES else [])
-            ),
+            "invalid_reasons": LIST_RULE if phase in ph.WRITES else "",
+            "doubts": "" if valid or why == LIST_RULE else DOUBT,
             "started_at": 1_780_000_000.0 + 86400 * run + i,
             "hosts": {h: {} for h in hosts},
             "cell": cell,
@@ -65,7 +65,8 @@ def append(where, tmp_path, c, run, **kw):
 def test_each_phase_is_a_series_in_its_unit_keyed_by_the_settings_it_ran_with(tmp_path):
     c = config(tmp_path)
     _, rows = append(str(tmp_path / "h.sqlite"), tmp_path, c, 0)
-    assert [e["row"]["op"] for e in rows] == list(ph.PHASES) and len({e["series"] for e in rows}) == 12
+    assert [e["row"]["op"] for e in rows] == [p for p in ph.PHASES if p != "timestamp"]
+    assert len({e["series"] for e in rows}) == FIGURES
     first = rows[0]
     assert first["key"]["io500"]["ior-easy"] == {"transferSize": 65536, "blockSize": 2**20}
     assert first["key"]["host"] is None and first["key"]["hosts"] == "local"  # a path array: shared storage
@@ -95,9 +96,9 @@ def test_a_phase_regression_between_runs_is_found_and_invalid_phases_stay_out(tm
         done, _ = append(
             where, tmp_path, c, run, value=lambda p, w=wobble, s=slow: 10.0 * w * (s if p == "mdtest-hard-write" else 1)
         )
-        assert done["added"] == 12 and len(done["added_by_run"]) == 1  # one run, its own
+        assert done["added"] == FIGURES and len(done["added_by_run"]) == 1  # one run, its own
     stored = store.load(where)
-    assert len(points.runs(stored)) == 8 and points.runs(stored)["series"].eq(12).all()
+    assert len(points.runs(stored)) == 8 and points.runs(stored)["series"].eq(FIGURES).all()
     found = changes.analyse(points.points(stored), {})
     hit = found[found["verdict"] == "regression"]
     assert list(hit["op"]) == ["mdtest-hard-write"] and list(hit["metric"]) == ["kiops"]
@@ -105,12 +106,23 @@ def test_a_phase_regression_between_runs_is_found_and_invalid_phases_stay_out(tm
     # a ninth run whose phases are not valid: stored, never a point of a verdict
     done, _ = append(where, tmp_path, c, 8, value=lambda p: 1.0, valid=False)
     stored = store.load(where)
-    assert done["added"] == 12 and len(points.points(stored)) == 8 * 12
-    assert len(points.points(stored, invalid=True)) == 12
+    assert done["added"] == FIGURES and len(points.points(stored)) == 8 * FIGURES
+    assert len(points.points(stored, invalid=True)) == FIGURES
     assert changes.analyse(points.points(stored), {}).equals(found)
     assert set(points.points(stored, invalid=True)["reasons"]) == {DOUBT}  # the list's rule is not held against it
     # a tenth run short of the list's 300 s only: not valid for the list, yet a figure the history follows
     append(where, tmp_path, c, 9, valid=False, why=LIST_RULE)
-    assert len(points.points(store.load(where))) == 9 * 12
+    assert len(points.points(store.load(where))) == 9 * FIGURES
     listed = points.points(stored).groupby("series").tail(1)
     assert points.label(listed[listed["op"] == "find"].iloc[0]) == "local/p path io500 find"
+
+
+def test_a_record_of_io500_method_4_is_judged_by_what_doubts_its_figure(tmp_path):
+    """Before `doubts`, one `invalid_reasons` held both the list's rules of the time and the doubts."""
+    cell = Plan(config(tmp_path)).cell_spec("local", "p", "path", "io500", 1) | {"method": 4}
+    old = {"step": "io500", "phase": "mdtest-hard-write", "value": 5.0, "unit": "kIOPS", "seconds": 1.0}
+    old |= {"valid": False, "invalid_reasons": "counted 990 of 1000 items; ran 1 s, under the list's 300 s"}
+    old |= {"started_at": 1_780_000_000.0, "hosts": {"local": {}}, "cell": cell}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (row,) = io500.rows([tmp_path / "old.json"]).to_dict("records")
+    assert not row["valid"] and row["invalid_reasons"] == "counted 990 of 1000 items"

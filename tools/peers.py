@@ -3,6 +3,7 @@ IO500's parallel find, pfind, from pfind-aaba722.tar.gz (github VI4IO/pfind at a
 prepare.sh builds) where that tarball is found: ../shared/peers or /var/tmp/fsbench-peers.
 
     python tools/peers.py build     # build once into /var/tmp/fsbench-peers (apt for what is missing); prints bin/
+                                    # and the io500 application's path (io500-02091cf.tar.gz beside IOR's)
     python tools/peers.py where     # prints the bin folder if built, else exits 1
 
 Never copied into this repository: the tarball is read from ../shared/peers relative to the repository, built in
@@ -112,6 +113,50 @@ def pfind(log=None) -> Path | None:
     return exe
 
 
+IO500_TARBALL = TARBALL.parent / "io500-02091cf.tar.gz"
+IO500_STAMP = PREFIX / "io500.sha256"
+
+
+def io500_built() -> Path | None:
+    """The io500 application, if a build of its current tarball is there."""
+    exe = ROOT / "src-io500" / "io500" / "io500"
+    if not (IO500_TARBALL.exists() and exe.exists() and IO500_STAMP.exists()):
+        return None
+    return exe if IO500_STAMP.read_text().strip() == _sha256(IO500_TARBALL) else None
+
+
+def io500(log=None) -> Path | None:
+    """The io500 application (IO500/io500 at 02091cf, MIT), built once per tarball as ../shared/notes/io500.md
+    says: its tree in ROOT/src-io500/io500 with the built IOR tree linked at build/ior and pfind's built by its
+    compile.sh at build/pfind, then make (mpicc). Needs build() first. None where its tarball is not found."""
+    if not IO500_TARBALL.exists():
+        return None
+    if found := io500_built():
+        return found
+    exe, digest = ROOT / "src-io500" / "io500" / "io500", _sha256(IO500_TARBALL)
+    src = ROOT / "src-io500"
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    pfind_tarball = next(t for t in PFIND_TARBALLS if t.exists())
+    for tarball, where in ((IO500_TARBALL, src), (pfind_tarball, src / "io500" / "build")):
+        where.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(tarball) as tar:
+            tar.extractall(where, filter="data")
+    tree = src / "io500"
+    (tree / "build" / "ior").symlink_to(ROOT / "src" / "ior")
+    out = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115 (closed below)
+    try:
+        for argv, cwd in ((["bash", "./compile.sh"], tree / "build" / "pfind"), (["make", "io500"], tree)):
+            proc = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+            if proc.returncode != 0:
+                raise Unavailable(f"{' '.join(argv)} in {cwd} failed ({proc.returncode})")
+    finally:
+        if log:
+            out.close()
+    IO500_STAMP.write_text(digest + "\n")
+    return exe
+
+
 def mpirun(ranks: int) -> list[str]:
     """The mpirun prefix for `ranks` processes on this machine (run with MPI_ENV in the environment)."""
     return ["mpirun", "--oversubscribe", "-np", str(ranks)]
@@ -125,3 +170,4 @@ if __name__ == "__main__":
         print(found or "not built", file=sys.stdout if found else sys.stderr)
         sys.exit(0 if found else 1)
     print(build(log=ROOT.parent / "fsbench-peers-build.log"))
+    print(io500(log=ROOT.parent / "fsbench-peers-build.log") or "io500: no tarball")

@@ -179,6 +179,12 @@ def meta_tests(config: dict) -> list[tuple]:
     return [(meta["files"], meta["file_size"], meta["dirs"], meta["fsync"], s) for s in config["io"]["streams"]]
 
 
+def io_tests(config: dict) -> list:
+    """The block I/O tests of the campaign: none in an io500 campaign without an io: section (it measures only
+    what it names)."""
+    return list(tests(config["io"])) if config.get("io_cells", True) else []
+
+
 def cells(config: dict):
     """Every cell of the planned repeats (all of a fixed count, the minimum of an adaptive one): each host's,
     then those that all hosts run at once (path arrays with all_hosts); then the metadata cells of every
@@ -188,7 +194,7 @@ def cells(config: dict):
     where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
     for host, array, target in where:
         for rep in range(1, repeat_plan(io)["min"] + 1):
-            for bs, pattern, direct, streams, iodepth, shared in tests(io):
+            for bs, pattern, direct, streams, iodepth, shared in io_tests(config):
                 yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth, shared)
             if host != ALL_HOSTS and target != "raw":
                 for files, size, dirs, fsync, streams in meta_tests(config):

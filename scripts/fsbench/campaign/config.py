@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import re
+import shlex
 import stat
 import urllib.parse
 from pathlib import Path
@@ -105,12 +106,14 @@ def validate(config: dict) -> dict:
     config = copy.deepcopy(config) if config is not None else {}
     if not isinstance(config, dict):
         raise _fail("(top level)", config, "a mapping of campaign keys")
+    # An io500 campaign measures only what it names: block I/O cells only where it has an io: section.
+    io_cells = "io" in config or config.get("io500") is None
     validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
     if errors:
         raise _describe(errors[0])
     _check_semantics(config)
-    return config
+    return config | {"io_cells": io_cells}
 
 
 def _size(value, key: str) -> int:
@@ -311,6 +314,14 @@ def _check_io500(config: dict) -> None:
     if easy["blockSize"] % easy["transferSize"]:
         allowed = f"a multiple of io500.ior-easy.transferSize ({format_size(easy['transferSize'])})"
         raise _fail("io500.ior-easy.blockSize", format_size(easy["blockSize"]), allowed)
+    cmd = io500["drop-caches-cmd"]
+    if isinstance(cmd, str):
+        try:
+            io500["drop-caches-cmd"] = shlex.split(cmd)
+        except ValueError as e:
+            raise _fail("io500.drop-caches-cmd", cmd, f"a command a shell could split ({e})") from None
+    if cmd is not None and (not io500["drop-caches-cmd"] or not all(io500["drop-caches-cmd"])):
+        raise _fail("io500.drop-caches-cmd", cmd, "a command and its arguments, none empty")
     p = io500["processes"]
     files = p * (io500["mdtest-easy"]["n"] + io500["mdtest-hard"]["n"] + 1) + 1
     data = p * (easy["blockSize"] + io500["ior-hard"]["segmentCount"] * IOR_HARD_TRANSFER)

@@ -28,11 +28,11 @@ from fsbench.campaign.cells import (
     fingerprint,
     hosts,
     io500_places,
+    io_tests,
     is_metadata,
     meta_tests,
     repeat_plan,
     targets,
-    tests,
 )
 from fsbench.engines.table import method_changes, method_params, method_version, method_workload
 
@@ -102,8 +102,7 @@ class Plan:
         self.repeats = repeat_plan(self.io)
         self.min_reps, self.max_reps = self.repeats["min"], self.repeats["max"]
         self.adaptive = isinstance(self.io["repeats"], dict)
-        io = self.io
-        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q, sf).test for bs, p, d, s, q, sf in tests(io)]
+        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q, sf).test for bs, p, d, s, q, sf in io_tests(campaign)]
         # A target's metadata cells run after its block I/O cells, in each round.
         self.tests += [MetaCell(LOCAL, "", "", *settings, 1).test for settings in meta_tests(campaign)]
         self.tests += [IO500_TEST] if campaign["io500"] is not None else []  # after them: one run, rep 1

@@ -14,8 +14,8 @@ WORKLOAD = "io500"
 
 
 def metric(op: str) -> str:
-    """IO500's units: GiB/s for the ior phases, kIOPS (thousands of items per second) for mdtest and find."""
-    return "gib_s" if op.startswith("ior-") else "kiops"
+    """The store's column of a phase's unit (io500's: GiB/s or kIOPS, thousands of items per second)."""
+    return {"GiB/s": "gib_s", "kIOPS": "kiops"}[phases.BY_NAME[op].unit]
 
 
 def rows(records: list) -> pd.DataFrame:
@@ -23,9 +23,13 @@ def rows(records: list) -> pd.DataFrame:
     found = []
     for path in records:
         r = read_json(path)
+        if phases.BY_NAME[r["phase"]].kind == "dummy":  # the timestamp: no figure
+            continue
         cell = r["cell"]
         stonewall = (cell.get("io500") or {}).get("stonewall-time")
-        doubts = phases.figure_doubts(r["phase"], r["seconds"], stonewall, r["invalid_reasons"])
+        doubts = r["doubts"].split("; ") if r.get("doubts") else []
+        if "doubts" not in r:  # a record of io500 method 4 or before
+            doubts = phases.figure_doubts(r["phase"], r["seconds"], stonewall, r["invalid_reasons"])
         found.append(
             {
                 **{k: cell[k] for k in ("campaign", "host", "array", "target", "fs_type", "rep")},

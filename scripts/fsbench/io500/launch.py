@@ -39,7 +39,8 @@ def _check_target(cell: CellSpec, root: Path) -> None:
 
 def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], record_dir) -> dict:
     """`phase` on the cell's target from every host; `before` is the previous phase's record (the setup's, mkfs
-    and mount or the array, for the first)."""
+    and mount or the array, for the first). The records carry on what each write phase made (`items`, per
+    process) and which inodes it wrote (`writers`), which the phases after it act on."""
     record_dir = Path(record_dir)
     record_dir.mkdir(parents=True, exist_ok=True)
     root = root_of(cell)
@@ -48,14 +49,19 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
     spec = {"root": str(root), "io500": cell.io500, "read_from": cell.read_from, "hosts": names}
     p = cell.io500["processes"]
     nprocs = p * len(names)
-    made = dict(before.get("items", {}))
-    if phase == ph.PHASES[0]:
+    kind, order = ph.BY_NAME[phase], ph.order(cell.io500["mode"])
+    made, writers = dict(before.get("items", {})), dict(before.get("writers", {}))
+    if phase == order[0]:
         run.prepare(root, nprocs)
-    if phase in ph.WRITES:
-        items = run.limit_of(spec, phase)
-        (root / ".sync" / phase).mkdir(exist_ok=True)
-    else:
-        items = made.get(ph.MADE_BY.get(phase), 0)
+    if kind.kind == "dummy":
+        return _timestamp(cell, root, before, made, writers)
+    items = run.limit_of(spec, phase) if kind.write else 0  # a find's: what it finds
+    if kind.made_by:  # what the write phase made
+        items = made.get(kind.made_by, 0)
+    if phase == "ior-rnd4K-easy-read":  # in 4 KiB pieces
+        items = items * run.item_bytes(spec, kind.made_by) // ph.RND4K_BYTES
+    if kind.stonewalled:
+        run.fresh(root, phase, nprocs)
     for name in names:
         (record_dir / f"{name}-{phase}.json").unlink(missing_ok=True)
     if cell.host == ALL_HOSTS:
@@ -77,62 +83,108 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
             run.part(spec, phase, start_at, 0, items, record_dir / f"{cell.host}-{phase}.json") | {"host": cell.host}
         ]
         command = f"fsbench io500 {phase}: {p} forked process(es) on this host"
+    _opened(phase, parts, writers)
     procs = [q for part in parts for q in part["processes"]]
     record = figure(cell, phase, procs, parts, items, nprocs, made)
-    if phase in ph.WRITES:
+    if kind.write:
         made[phase] = record["items_per_process"]
-    if phase == ph.PHASES[-1]:
-        shutil.rmtree(root, ignore_errors=True)  # what is left (the ior files) goes with the last phase
+    if phase == order[-1]:
+        shutil.rmtree(root, ignore_errors=True)  # what is left (ior-easy's files, after their 4 KiB re-reads) goes
     log.info(
-        "%s: %.4g %s in %.3f s%s",
+        "%s: %.4g %s in %.3f s%s%s",
         phase,
         record["value"],
         record["unit"],
         record["seconds"],
-        "" if record["valid"] else f"; not valid for the list: {record['invalid_reasons']}",
+        "" if record["valid"] else f"; [INVALID]: {record['invalid_reasons']}",
+        f"; doubts: {record['doubts']}" if record["doubts"] else "",
     )
+    return record | {"items": made, "writers": writers} | _more(cell, before, command)
+
+
+def _more(cell: CellSpec, before: dict, command: str) -> dict:
     setup = before.get("setup", before)
-    more = {"command": command, "cell": cell.as_record(), "setup": setup, "machine": provenance.machine()}
-    return record | {"items": made} | more
+    return {"command": command, "cell": cell.as_record(), "setup": setup, "machine": provenance.machine()}
+
+
+def _timestamp(cell: CellSpec, root: Path, before: dict, made: dict, writers: dict) -> dict:
+    """io500's timestamp phase (a dummy, unscored): the file find's -newer compares with, made now."""
+    t0 = time.time()
+    run.timestamp(root).touch()
+    seconds = time.time() - t0
+    record = {"step": "io500", "phase": "timestamp", "value": 0.0, "unit": ph.unit("timestamp"), "seconds": seconds}
+    record |= {"valid": True, "invalid_reasons": "", "doubts": "", "amount": 0, "items_per_process": 0}
+    record |= {"started_at": t0, "hosts": {}, "timestamp_file": str(run.timestamp(root))}
+    return record | {"items": made, "writers": writers} | _more(cell, before, f"touch {run.timestamp(root)}")
+
+
+def _opened(phase: str, parts: list, writers: dict) -> None:
+    """What each process opened (the inode of its file, or its first file) against the writers recorded for
+    that inode: a write phase records itself as the writer of what it opened; a later phase's process is told
+    who wrote what it opened (`written_by`)."""
+    kind = ph.BY_NAME[phase]
+    for part in parts:
+        for q in part["processes"]:
+            if "opened" not in q:
+                continue
+            inode = str(q["opened"]["inode"])
+            if kind.write:
+                w = writers.setdefault(inode, {"phase": phase, "path": q["opened"]["path"], "ranks": [], "hosts": []})
+                w["ranks"].append(q["rank"])
+                w["hosts"] += [] if part["host"] in w["hosts"] else [part["host"]]
+            else:
+                q["written_by"] = writers.get(inode)
 
 
 def figure(cell: CellSpec, phase: str, procs: list, parts: list, items: int, nprocs: int, made: dict) -> dict:
     """The phase's figure over every process of every host: bytes (ior, GiB/s) or items (kIOPS) over the time
-    from the first start to the last end (a write's durable end: its flush is inside), and why the list would
-    not take it."""
+    from the first start to the last end (a write's durable end: its flush is inside); whether io500 would
+    print [INVALID] on it and why (its words), and fsbench's own doubts about the figure."""
+    kind = ph.BY_NAME[phase]
     start = min(q["start"] for q in procs)
     seconds = max(q["end_durable"] for q in procs) - start
     total_items = sum(q["items"] for q in procs)
-    amount = sum(q["bytes"] for q in procs) if phase.startswith("ior-") else total_items
-    extra = []
-    if phase == "find":
-        # the mdtest files, ior-easy's file per process and ior-hard's one file
-        expected = (made["mdtest-easy-write"] + made["mdtest-hard-write"] + 1) * nprocs + 1
+    amount = sum(q["bytes"] for q in procs) if kind.kind == "ior" else total_items
+    value = ph.value_of(phase, amount, seconds)
+    doubts, found = [], sum(q.get("found", 0) for q in procs)
+    if kind.kind == "find":
+        easy, hard = made.get("mdtest-easy-write", 0), made.get("mdtest-hard-write", 0)
+        expected, matching = {
+            "find": ((easy + hard + 1) * nprocs + 1, ph.find_matches(nprocs, hard)),
+            "find-easy": (easy * nprocs, ph.find_matches(nprocs, easy)),
+            "find-hard": (hard * nprocs, ph.find_matches(nprocs, hard)),
+        }[phase]
         if total_items != expected:
-            extra.append(f"find counted {total_items} files, {expected} were created")
-        found, matching = sum(q["found"] for q in procs), ph.find_matches(nprocs, made["mdtest-hard-write"])
+            doubts.append(f"{phase} counted {total_items} files, {expected} were created")
         if found != matching:
-            extra.append(f"find found {found} files, {matching} match")
-    elif phase not in ph.WRITES and total_items != items * nprocs:
-        extra.append(f"moved {total_items} items, {items * nprocs} were made")
+            doubts.append(f"{phase} found {found} files, {matching} match")
+    elif not kind.write and not kind.stonewalled and total_items != items * nprocs:
+        doubts.append(f"moved {total_items} items, {items * nprocs} were made")
     cached = [part["cached_before"] for part in parts if part.get("cached_before") is not None]
-    if cached and max(cached) > CACHED_LIMIT:
-        extra.append(f"began with {max(cached):.0%} of its data cached: not a cold read")
+    if cell.io500["drop-caches"] and cached and max(cached) > CACHED_LIMIT:
+        doubts.append(f"began with {max(cached):.0%} of its data cached after drop-caches: not a cold read")
     per_process = {q["items"] for q in procs}
-    if phase in ph.WRITES and len(per_process) != 1:
-        extra.append(f"processes made {sorted(per_process)} items: the wear-out did not even them out")
-    why = ph.reasons(phase, seconds, cell.io500.get("stonewall-time"), extra)
+    if kind.stonewalled and len(per_process) != 1:
+        doubts.append(f"processes moved {sorted(per_process)} items: the wear-out did not even them out")
+    errors = sum(q.get("errors", 0) for q in procs)
+    if errors:
+        first = next(q for q in procs if q.get("errors"))
+        doubts.append(f"{errors} {'transfers' if kind.kind == 'ior' else 'files'} read back wrong; the first, "
+                      f"of rank {first['rank']}: {first['first_error']}")  # fmt: skip
+    why = ph.invalid(phase, seconds, value, cell.io500["stonewall-time"], errors, found if kind.kind == "find" else 1)
     return {
         "step": "io500",
         "phase": phase,
-        "value": ph.value_of(phase, amount, seconds),
+        "value": value,
         "unit": ph.unit(phase),
         "seconds": seconds,
         "valid": not why,
         "invalid_reasons": "; ".join(why),
+        "doubts": "; ".join(doubts),
         "amount": amount,
         "items_per_process": max(per_process),
-        **({"found": sum(q["found"] for q in procs)} if phase == "find" else {}),
+        **({"found": found} if kind.kind == "find" else {}),
+        **({"errors": errors} if kind.verify else {}),
         "started_at": start,
         "hosts": {part["host"]: {k: v for k, v in part.items() if k != "host"} for part in parts},
     }

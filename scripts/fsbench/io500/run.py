@@ -14,7 +14,11 @@ import ctypes
 import json
 import multiprocessing
 import os
+import queue
+import random
+import shlex
 import shutil
+import struct
 import time
 from pathlib import Path
 
@@ -26,13 +30,23 @@ from fsbench.storage import cache
 from fsbench.storage.devices import DeviceError
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.system import pin_to_cpu
+from fsbench.toolkit.system import run as run_cmd
 
 _libc = ctypes.CDLL(None, use_errno=True)
 POLL_S = 0.005  # how often a process that reached the stonewall looks for the others' counts
+# How long after the stonewall a rank waits for the others' counts: each posts once its item in flight is done.
+WAIT_MARGIN_S = 60.0
+FAILED = ".failed"  # a rank's post that it failed, under .sync/<phase>/
+DROP_TIMEOUT_S = 600  # the most drop-caches-cmd may take
+STAMP = struct.Struct("<qq")  # the writer's rank and the offset, at the start of every ior transfer
 
 
 class Io500Error(DeviceError):
     """A phase that could not run as IO500 defines it (a short read, a file missing)."""
+
+
+class PeerFailed(Io500Error):
+    """Another rank failed: this one stops too (the phase's error is that rank's, not this one's)."""
 
 
 def layout(root: Path) -> dict[str, Path]:
@@ -48,7 +62,24 @@ def prepare(root: Path, nprocs: int) -> None:
     for r in range(nprocs):
         (dirs["mdtest-easy"] / f"rank{r}").mkdir()
     (dirs["ior-hard"] / "file").touch()
-    timestamp(root).touch()
+
+
+def sync_dir(root: Path, phase: str) -> Path:
+    """Where a stonewalled write's ranks post their counts (and failures)."""
+    return root / ".sync" / phase
+
+
+def fresh(root: Path, phase: str, nprocs: int) -> None:
+    """Before a stonewalled phase: its .sync folder emptied, so that no rank reads a post of an earlier attempt;
+    before an mdtest write, its folders emptied too (a rerun after a failed attempt makes its files anew)."""
+    shutil.rmtree(sync_dir(root, phase), ignore_errors=True)
+    sync_dir(root, phase).mkdir(parents=True)
+    family = ph.BY_NAME[phase].family
+    if ph.BY_NAME[phase].write and family.startswith("mdtest"):
+        shutil.rmtree(root / family)
+        (root / family).mkdir()
+        for r in range(nprocs) if family == "mdtest-easy" else []:
+            (root / family / f"rank{r}").mkdir()
 
 
 def timestamp(root: Path) -> Path:
@@ -60,9 +91,11 @@ def easy_file(root: Path, rank: int) -> Path:
 
 
 def limit_of(spec: dict, phase: str) -> int:
-    """Items per process a phase moves at most: transfers, segments or files."""
-    io500 = spec["io500"]
-    family = phase.rsplit("-", 1)[0]
+    """Items per process a phase moves at most: transfers, segments or files (ior-rnd4K-easy-read: each 4 KiB of
+    a process's ior-easy file once)."""
+    io500, family = spec["io500"], ph.BY_NAME[phase].family
+    if phase == "ior-rnd4K-easy-read":
+        return io500["ior-easy"]["blockSize"] // ph.RND4K_BYTES
     return {
         "ior-easy": io500["ior-easy"]["blockSize"] // io500["ior-easy"]["transferSize"],
         "ior-hard": io500["ior-hard"]["segmentCount"],
@@ -73,11 +106,14 @@ def limit_of(spec: dict, phase: str) -> int:
 
 def item_bytes(spec: dict, phase: str) -> int:
     """Bytes per item: what an ior figure counts (an mdtest figure counts the items)."""
-    if phase.startswith("ior-easy"):
+    p = ph.BY_NAME[phase]
+    if phase == "ior-rnd4K-easy-read":
+        return ph.RND4K_BYTES
+    if p.family == "ior-easy":
         return spec["io500"]["ior-easy"]["transferSize"]
-    if phase.startswith("ior-hard"):
+    if p.family == "ior-hard":
         return ph.IOR_HARD_TRANSFER
-    return ph.MDTEST_HARD_BYTES if phase.startswith("mdtest-hard") and phase.endswith(("write", "read")) else 0
+    return ph.MDTEST_HARD_BYTES if p.family == "mdtest-hard" and p.op in ("write", "read") else 0
 
 
 def _syncfs(path: Path) -> None:
@@ -89,55 +125,85 @@ def _syncfs(path: Path) -> None:
         os.close(fd)
 
 
-def _post_and_wait(sync: Path, rank: int, nprocs: int, done: int) -> list[int]:
-    """Post how many items this rank made by the stonewall; wait until every rank (of every host) has."""
+def _post_and_wait(sync: Path, rank: int, nprocs: int, done: int, deadline: float) -> list[int]:
+    """Post how many items this rank made by the stonewall; wait until every rank (of every host) has, until a rank
+    posts that it failed, or until `deadline` (time.monotonic()): a wait never outlasts its phase."""
     tmp = sync / f".{rank}.tmp"
     tmp.write_text(str(done))
     tmp.rename(sync / str(rank))
     while True:
         names = [n for n in os.listdir(sync) if not n.startswith(".")]
+        if failed := sorted(n for n in names if n.endswith(FAILED)):
+            raise PeerFailed((sync / failed[0]).read_text().strip())
         if len(names) >= nprocs:
             return [int((sync / n).read_text()) for n in names]
+        if time.monotonic() > deadline:
+            missing = sorted(set(range(nprocs)) - {int(n) for n in names})
+            raise Io500Error(
+                f"rank(s) {missing} posted no count by the stonewall's deadline ({WAIT_MARGIN_S:g} s after it)"
+            )
         time.sleep(POLL_S)
 
 
-def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
-    """(open, run(first, last, deadline_ns), close(durable)) of one process in one phase: what it does around its
-    items, and its items first..last-1, none started at or after deadline_ns (CLOCK_MONOTONIC; 0: none), which
-    returns how many it did. The mdtest phases' items are loops.c's file loop, timed per file into
-    `state["latency"]`."""
-    shift = ph.read_shift(spec["io500"]["processes"], len(spec["hosts"]), spec["read_from"])
-    other = ph.partner(rank, nprocs, shift)
-    state = {}
+def _post_failure(sync: Path, rank: int, line: str) -> None:
+    """Tell every rank waiting at the stonewall (on any host: the target is shared) that this one failed."""
+    if sync.is_dir():
+        tmp = sync / f".{rank}.failed.tmp"
+        tmp.write_text(line)
+        tmp.rename(sync / f"{rank}{FAILED}")
+
+
+def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int):
+    """(open, run(first, last, deadline_ns), close(durable), state) of one process in one phase: what it does
+    around its items, and its items first..last-1, none started at or after deadline_ns (CLOCK_MONOTONIC; 0:
+    none), which returns how many it did. Every ior transfer written begins with its writer's rank and its offset
+    (STAMP) over the rank's packet (dataPacketType); a read that checks (Phase.verify) counts each transfer that
+    differs in `state["errors"]`, the first in `state["first_error"]`. The mdtest phases' items are loops.c's
+    file loop, timed per file into `state["latency"]`."""
+    p = ph.BY_NAME[phase]
+    shift = ph.read_shift(phase, spec["io500"]["processes"], len(spec["hosts"]), spec["read_from"])
+    whose = rank if p.write else ph.partner(rank, nprocs, shift)
+    packet = spec["io500"].get("dataPacketType", "timestamp")
+    state = {"errors": 0, "first_error": None}
     t = item_bytes(spec, phase)
-    if phase.startswith("ior-"):
-        write = phase.endswith("write")
-        if phase.startswith("ior-easy"):
-            path = easy_file(root, rank if write else other)
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC if write else os.O_RDONLY
+    if p.kind == "ior":
+        if p.family == "ior-easy":
+            path = easy_file(root, whose)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC if p.write else os.O_RDONLY
             where = lambda i: i * t  # noqa: E731
+            if phase == "ior-rnd4K-easy-read":  # each 4 KiB once, in an order of the rank's own
+                places = list(range(items))
+                random.Random(rank).shuffle(places)
+                where = lambda i: places[i] * t  # noqa: E731
         else:
             path = root / "ior-hard" / "file"
-            flags = os.O_WRONLY if write else os.O_RDONLY
-            who = rank if write else other
-            where = lambda i: ph.ior_hard_offset(who, i, nprocs)  # noqa: E731
-        buf = bytearray(os.urandom(t)) if write else bytearray(t)
+            flags = os.O_WRONLY if p.write else os.O_RDONLY
+            where = lambda i: ph.ior_hard_offset(whose, i, nprocs)  # noqa: E731
+        buf = bytearray(ph.packet(packet, whose, t))
 
         def start():
             state["fd"] = os.open(path, flags, 0o644)
+            state["opened"] = {"path": str(path), "inode": os.fstat(state["fd"]).st_ino}
 
-        if write:
+        if p.write:
 
             def item(i):
+                STAMP.pack_into(buf, 0, rank, where(i))
                 if os.pwrite(state["fd"], buf, where(i)) != t:
                     raise Io500Error(f"{phase}: short write to {path}")
 
         else:
-            view = memoryview(buf)
+            view, expect = memoryview(buf), bytearray(buf)
 
             def item(i):
                 if os.preadv(state["fd"], [view], where(i)) != t:
-                    raise Io500Error(f"{phase}: short read of {path} at {where(i)} (rank {rank} reads rank {other}'s)")
+                    raise Io500Error(f"{phase}: short read of {path} at {where(i)} (rank {rank} reads rank {whose}'s)")
+                if p.verify:
+                    STAMP.pack_into(expect, 0, whose, where(i))
+                    if buf != expect:
+                        state["errors"] += 1
+                        if state["first_error"] is None:
+                            state["first_error"] = _where_wrong(path, where(i), buf, expect)
 
         def run(first, last, deadline_ns):
             i = first
@@ -152,15 +218,21 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
             os.close(state["fd"])
 
         return start, run, end, state
-    whose = rank if phase.endswith("write") else other
-    if phase.startswith("mdtest-easy"):
-        folder, name = root / "mdtest-easy" / f"rank{whose}", ph.mdtest_name(whose, "{i}")
-    else:
-        folder, name = root / "mdtest-hard", ph.mdtest_name(whose, "{i}")
-    op = {"write": "create", "stat": "stat", "read": "read", "delete": "delete"}[phase.rsplit("-", 1)[1]]
-    size = ph.MDTEST_HARD_BYTES if phase.startswith("mdtest-hard") and op in ("create", "read") else 0
-    files = FileLoop(op, folder, name, count=0, file_size=size, data=os.urandom(size))
+    folder = root / p.family / f"rank{whose}" if p.family == "mdtest-easy" else root / p.family
+    name = ph.mdtest_name(whose, "{i}")
+    size = item_bytes(spec, phase)
+    data = ph.packet(packet, whose, size)
+    # each mdtest-hard file's first 8 bytes are its writer's stamp and its number: what -X checks
+    files = FileLoop(
+        p.op.replace("write", "create"), folder, name, count=0, file_size=size, data=data,
+        stamp_base=ph.file_stamp(whose, 0) if size else None, expect=data if p.verify and size else None,
+    )  # fmt: skip
     state["latency"] = files.hist
+
+    def start():
+        first = files.path(0)
+        if p.op != "write" and os.path.exists(first):
+            state["opened"] = {"path": first, "inode": os.stat(first).st_ino}
 
     def run(first, last, deadline_ns):
         try:
@@ -169,25 +241,40 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int):
             raise Io500Error(f"{phase}: {e}") from None
 
     def end(durable):
+        if p.write and os.path.exists(files.path(0)):
+            state["opened"] = {"path": files.path(0), "inode": os.stat(files.path(0)).st_ino}
+        state["errors"], state["first_error"] = files.bad, files.path(files.first_bad) if files.bad else None
         if durable:
             _syncfs(root)
 
-    return (lambda: None), run, end, state
+    return start, run, end, state
 
 
-def finder(newer_ns: int) -> Scanner:
-    """IO500's find's scanner (set up before the start line: its buffer and the library's load are no walk)."""
+def _where_wrong(path: Path, offset: int, got: bytes, expect: bytes) -> str:
+    """Where a transfer read back other than what was written: the file, its offset, whose stamp it bears."""
+    rank, at = STAMP.unpack_from(got, 0)
+    first = next(i for i, (x, y) in enumerate(zip(got, expect, strict=True)) if x != y)
+    return f"{path} at offset {offset} (byte {first} of the transfer; it says rank {rank}, offset {at})"
+
+
+def finder(phase: str, newer_ns: int) -> Scanner:
+    """The scanner of a find phase (set up before the start line: its buffer and the library's load are no walk):
+    io500's find and find-hard `-newer timestampfile -size 3901c -name *01*`, find-easy `-name *01*` (mdtest-easy's
+    files are empty and older than nothing: a name that matches is found)."""
+    if phase == "find-easy":
+        return Scanner(ph.FIND_NAME, 0, 0)
     return Scanner(ph.FIND_NAME, ph.MDTEST_HARD_BYTES, newer_ns)
 
 
-def _find(root: Path, rank: int, scanner: Scanner) -> tuple[int, int]:
-    """fsbench's walker: this rank's share of the names (its own easy directory; rank 0 also the shared hard
-    directory and the ior folders), a directory at a time in C (loops.c's fsb_scan). IO500's find: a file whose
-    name matches FIND_NAME is stat'ed and found when it has mdtest-hard's size and is newer than the timestamp;
-    the others are only counted (`scanner`: finder()). Like IO500's pfind, whose rate is the files it looked at
-    (ior's too) over its time. (looked at, found)"""
-    tops = [root / "mdtest-easy" / f"rank{rank}"]
-    tops += [root / "mdtest-hard", root / "ior-easy", root / "ior-hard"] if rank == 0 else []
+def _find(phase: str, root: Path, rank: int, scanner: Scanner) -> tuple[int, int]:
+    """fsbench's walker: this rank's share of the names, a directory at a time in C (loops.c's fsb_scan): its own
+    easy directory (find, find-easy); rank 0 also the shared hard directory (find, find-hard) and the ior folders
+    (find). A file whose name matches FIND_NAME is stat'ed and found as `scanner` (finder()) says; the others are
+    only counted. Like IO500's pfind, whose rate is the files it looked at over its time. (looked at, found)"""
+    tops = [root / "mdtest-easy" / f"rank{rank}"] if phase in ("find", "find-easy") else []
+    if rank == 0:
+        tops += [root / "mdtest-hard"] if phase in ("find", "find-hard") else []
+        tops += [root / "ior-easy", root / "ior-hard"] if phase == "find" else []
     count, found, todo = 0, 0, [str(t) for t in tops]
     while todo:
         looked, matched, subdirs = scanner.scan(todo.pop())
@@ -197,109 +284,137 @@ def _find(root: Path, rank: int, scanner: Scanner) -> tuple[int, int]:
 
 
 def work(spec: dict, phase: str, root: Path, rank: int, nprocs: int, start_at: float, items: int) -> dict:
-    """One process's share of a phase: set up (buffers, names), wait for the common start, then its items; a write
-    stops at the stonewall (if any), posts how far it got and writes on to the furthest (wear-out); durable with
-    its flush. Set up before the start, so that no process starts its clock while another still sets up; each
-    process bound to a CPU of its own (where there are as many), as mpirun binds IO500's ranks."""
+    """One process's share of a phase: set up (buffers, names), wait for the common start, then its items; a
+    stonewalled phase stops at the stonewall (if any), posts how far it got and goes on to the furthest
+    (wear-out); a write durable with its flush. Set up before the start, so that no process starts its clock
+    while another still sets up; each process bound to a CPU of its own (where there are as many), as mpirun
+    binds IO500's ranks. What it opened (path and inode) is recorded, and the data checks' errors."""
     p = spec["io500"]["processes"]
     cpu = {"cpu": pin_to_cpu(rank % p, p)}
-    if phase == "find":
-        scanner = finder(timestamp(root).stat().st_mtime_ns)
+    kind = ph.BY_NAME[phase]
+    if kind.kind == "find":
+        scanner = finder(phase, timestamp(root).stat().st_mtime_ns)
         time.sleep(max(0.0, start_at - time.time()))
         t0 = time.time()
-        count, found = _find(root, rank, scanner)
+        count, found = _find(phase, root, rank, scanner)
         t1 = time.time()
-        return {
-            "rank": rank,
-            "items": count,
-            "found": found,
-            "bytes": 0,
-            "start": t0,
-            "end": t1,
-            "end_durable": t1,
-        } | cpu
-    open_, run, close, state = _ops(spec, phase, root, rank, nprocs)
-    if phase.startswith("mdtest-"):
+        return {"rank": rank, "items": count, "found": found, "bytes": 0, "start": t0, "end": t1, "end_durable": t1}
+    open_, run, close, state = _ops(spec, phase, root, rank, nprocs, items)
+    if kind.kind == "mdtest":
         # The way to the phase's folder is walked before the start, as mdtest's access(testdir) is before its
         # timer: after a cache drop, that walk (through the root disk's /var/tmp, say) is no file's metadata.
         os.stat(root)
     time.sleep(max(0.0, start_at - time.time()))
-    write = phase in ph.WRITES
-    stonewall = spec["io500"].get("stonewall-time") if write else None
+    stonewall = spec["io500"]["stonewall-time"] if kind.stonewalled else 0
     t0, mono0 = time.time(), time.monotonic_ns()
     open_()
     done, stopped = 0, None
     if stonewall:
         done = stopped = run(0, items, mono0 + round(stonewall * 1e9))
-        target = ph.wear_out(_post_and_wait(root / ".sync" / phase, rank, nprocs, done), items)
+        deadline = mono0 / 1e9 + stonewall + WAIT_MARGIN_S
+        target = ph.wear_out(_post_and_wait(sync_dir(root, phase), rank, nprocs, done, deadline), items)
     else:
         target = items
     done += run(done, target, 0)
     t1 = time.time()
-    close(write)
+    close(kind.write)
     t2 = time.time()
     record = {"rank": rank, "items": done, "bytes": done * item_bytes(spec, phase), "start": t0, "end": t1}
-    record |= ({"latency": state["latency"].as_record()} if "latency" in state else {}) | cpu
-    return record | {"end_durable": t2} | ({"at_stonewall": stopped} if stonewall else {}) | _whose(spec, phase, rank)
-
-
-def _whose(spec: dict, phase: str, rank: int) -> dict:
-    """Whose data a process read, stat'ed or deleted (io.read_from): the rank and the host that wrote it."""
-    if phase in ph.WRITES or phase == "find":
-        return {}
-    p, hosts = spec["io500"]["processes"], spec["hosts"]
-    other = ph.partner(rank, p * len(hosts), ph.read_shift(p, len(hosts), spec["read_from"]))
-    return {"of_rank": other, "of_host": hosts[other // p]}
+    record |= {"latency": state["latency"].as_record()} if "latency" in state else {}
+    record |= {k: state[k] for k in ("opened",) if k in state}
+    record |= {"errors": state["errors"], "first_error": state["first_error"]} if kind.verify else {}
+    return record | cpu | {"end_durable": t2} | ({"at_stonewall": stopped} if stonewall else {})
 
 
 def _worker(args, results):
+    spec, phase, root, rank = args[:4]
     try:
         results.put(work(*args))
+    except PeerFailed as e:
+        results.put({"rank": rank, "error": str(e), "peer": True})
     except BaseException as e:  # noqa: BLE001 (the parent reports it; a worker must always answer)
-        results.put({"rank": args[3], "error": f"{type(e).__name__}: {e}"})
+        line = f"host {short_hostname()} rank {rank}: {type(e).__name__}: {e}"
+        _post_failure(sync_dir(root, phase), rank, line)
+        results.put({"rank": rank, "error": line})
 
 
 def part(spec: dict, phase: str, start_at: float, host_index: int, items: int, record_path) -> dict:
     """This host's processes in one phase (ranks host_index × processes ...): caches dropped first where the
-    phase reads (and how cold the files it reads then are, measured), all forked, all started at start_at."""
+    phase reads (and how cold the files it reads then are, measured), all forked, all started at start_at. The
+    first process that fails ends the phase at once: the others are stopped, and the error names its host and
+    rank in one line."""
     root = Path(spec["root"])
     p = spec["io500"]["processes"]
     nprocs = p * len(spec["hosts"])
     ranks = range(host_index * p, (host_index + 1) * p)
     found = {"host": short_hostname(), "hostname": short_hostname(), "phase": phase}
-    if phase in ph.COLD:
-        cache.drop_cache([])
-        found["cold"] = "sync; echo 3 > /proc/sys/vm/drop_caches"
-        found["cached_before"] = _cached(spec, phase, root, ranks, nprocs, items)
+    if spec["io500"]["drop-caches"]:  # before every phase, as io500's main.c (the timestamp runs no part)
+        found["cold"] = drop_caches(spec["io500"].get("drop-caches-cmd"))
+    found["cached_before"] = _cached(spec, phase, root, ranks, nprocs, items)
     load_loops()  # once, before the fork: no process loads the library after the cache drop, on its own
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()
-    args = [(spec, phase, root, r, nprocs, start_at, items) for r in ranks]
-    workers = [ctx.Process(target=_worker, args=(a, results)) for a in args]
-    for w in workers:
+    workers = {
+        r: ctx.Process(target=_worker, args=((spec, phase, root, r, nprocs, start_at, items), results)) for r in ranks
+    }
+    for w in workers.values():
         w.start()
     try:
-        got = [results.get() for _ in workers]
+        got = _collect(workers, results, root, phase)
     finally:
-        for w in workers:
+        for w in workers.values():
+            if w.is_alive():
+                w.kill()
             w.join()
     failed = [g for g in got if "error" in g]
     if failed:
-        raise Io500Error(f"{phase} failed in {len(failed)} of {p} process(es) on {found['host']}: {failed[0]['error']}")
+        first = min(failed, key=lambda g: g.get("peer", False))  # a rank that failed, before those it stopped
+        raise Io500Error(f"io500 {phase} failed: {first['error']}")
     found["processes"] = sorted(got, key=lambda g: g["rank"])
     write_json(record_path, found)
     return found
 
 
+def _collect(workers: dict, results, root: Path, phase: str) -> list[dict]:
+    """Every worker's answer; at the first failure (an error answered, or a worker gone without one) what is in
+    hand, the others left to be stopped."""
+    got = {}
+    while len(got) < len(workers):
+        try:
+            g = results.get(timeout=0.1)
+        except queue.Empty:
+            gone = [r for r, w in workers.items() if r not in got and w.exitcode not in (None, 0)]
+            if not gone:
+                continue
+            line = f"host {short_hostname()} rank {gone[0]}: ended by exit code {workers[gone[0]].exitcode}"
+            _post_failure(sync_dir(root, phase), gone[0], line)
+            return [*got.values(), {"rank": gone[0], "error": line}]
+        got[g["rank"]] = g
+        if "error" in g:
+            return list(got.values())
+    return list(got.values())
+
+
+def drop_caches(argv: list[str] | None) -> str:
+    """io500's drop-caches: its drop-caches-cmd (an argument list, no shell), or fsbench's own (sync, then
+    drop_caches) when none is given. What ran, for the record."""
+    if argv:
+        run_cmd(argv, timeout=DROP_TIMEOUT_S)
+        return shlex.join(argv)
+    cache.drop_cache([])
+    return "sync; echo 3 > /proc/sys/vm/drop_caches"
+
+
 def _cached(spec: dict, phase: str, root: Path, ranks, nprocs: int, items: int) -> float | None:
-    """The share of the bytes this host's ior read is about to read that sit in the page cache (mincore): the
-    proof the read is cold. None for the metadata phases (their inodes and entries have no such measure)."""
-    if not phase.startswith("ior-") or phase.endswith("write"):
+    """The share of the bytes this host's ior read is about to read that sit in the page cache (mincore): how
+    cold it began. None for the other phases (an inode or an entry has no such measure)."""
+    p = ph.BY_NAME[phase]
+    if p.kind != "ior" or p.write:
         return None
-    t = item_bytes(spec, phase)
-    if phase.startswith("ior-hard"):
+    t = item_bytes(spec, p.made_by)
+    if p.family == "ior-hard":
         return cache.resident_fraction(str(root / "ior-hard" / "file"), items * nprocs * t)
-    shift = ph.read_shift(spec["io500"]["processes"], len(spec["hosts"]), spec["read_from"])
+    shift = ph.read_shift(phase, spec["io500"]["processes"], len(spec["hosts"]), spec["read_from"])
     files = [easy_file(root, ph.partner(r, nprocs, shift)) for r in ranks]
     return sum(cache.resident_fraction(str(f), items * t) for f in files) / len(files)
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from fsbench.io500 import phases as ph
 
-COLUMNS = ["target", "phase", "value", "unit", "seconds", "valid", "invalid_reasons"]
+COLUMNS = ["target", "phase", "value", "unit", "seconds", "valid", "invalid_reasons", "doubts"]
 
 
 def label(record: dict, several: dict) -> str:
@@ -20,22 +20,27 @@ def label(record: dict, several: dict) -> str:
 
 
 def table(records: list[dict]) -> pd.DataFrame:
-    """Rows of io500.csv from every phase record (any order): per target the 12 phases, bw, md and score."""
+    """Rows of io500.csv from every phase record (any order): per target its phases in io500's order, then bw,
+    md and score (and scorex in extended mode). valid and invalid_reasons: io500's [INVALID] and its words;
+    doubts: fsbench's own about the figure."""
     several = {k: len({r["cell"][k] for r in records}) > 1 for k in ("host", "array")}
     by_target: dict[str, dict] = {}
     for r in records:
         by_target.setdefault(label(r, several), {})[r["phase"]] = r
     rows = []
     for name, found in by_target.items():
-        missing = [p for p in ph.PHASES if p not in found]
+        mode = (next(iter(found.values()))["cell"].get("io500") or {}).get("mode", "standard")
+        missing = [p for p in ph.order(mode) if p not in found]
         if missing:
             raise ValueError(f"io500 target {name} lacks the records of {', '.join(missing)}")
         figures = {}
-        for p in ph.PHASES:
+        for p in ph.order(mode):
             r = found[p]
             figures[p] = ph.Figure(p, r["value"], r["seconds"], r["valid"], r["invalid_reasons"])
-        for f in [figures[p] for p in ph.PHASES] + ph.score(figures):
-            rows.append([name, f.phase, f.value, ph.unit(f.phase), f.seconds, f.valid, f.invalid_reasons])
+        scores = ph.score(figures) + (ph.score(figures, extended=True)[2:] if mode == "extended" else [])
+        for f in [figures[p] for p in ph.order(mode)] + scores:
+            doubts = found[f.phase].get("doubts", "") if f.phase in found else ""
+            rows.append([name, f.phase, f.value, ph.unit(f.phase), f.seconds, f.valid, f.invalid_reasons, doubts])
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -50,7 +55,7 @@ def verdicts(df: pd.DataFrame) -> list[str]:
     if len(names) < 2:
         return []
     lines = []
-    for phase in [*ph.PHASES, "score"]:
+    for phase in [p for p in dict.fromkeys(df["phase"]) if p in ph.BY_NAME and ph.BY_NAME[p].group] + ["score"]:
         part = df[df["phase"] == phase].set_index("target")["value"]
         best = part.idxmax()
         others = [f"{t} {part[t] / part[best]:.2f}×" for t in names if t != best and part[best] > 0]
@@ -58,21 +63,31 @@ def verdicts(df: pd.DataFrame) -> list[str]:
     return lines
 
 
+HEAD = ["phase", "value", "unit", "seconds", "valid", "io500's reason", "fsbench's doubts"]
+ABOUT = (
+    "Each phase once, in io500's order and units, every process of every host at once (results/…/io500.csv, and "
+    "io500's result_summary.txt per target). valid: no [INVALID] where the io500 application would print one, "
+    "with its reason (a list submission's write phases run at least 300 s); doubts: fsbench's own about the "
+    "figure. Phases without a score group (timestamp, ior-rnd4K-easy-read) are not in bw, md or score."
+)
+
+
+def _cells(r) -> list[str]:
+    return [r["phase"], _fmt(r["value"]), r["unit"], f"{r['seconds']:.3f}", str(r["valid"]),
+            str(r["invalid_reasons"] or ""), str(r.get("doubts", "") or "")]  # fmt: skip
+
+
+def _score_row(part: pd.DataFrame) -> pd.Series:
+    return part[part["phase"] == "score"].iloc[0]
+
+
 def markdown(df: pd.DataFrame) -> str:
-    out = ["", "## IO500 phases", ""]
-    out.append(
-        "Each phase once, every process of every host at once (results/…/io500.csv). valid: whether the IO500 list "
-        "would take the figure (its write phases must run at least 300 s under stonewall-time)."
-    )
+    out = ["", "## IO500 phases", "", ABOUT]
     for name, part in df.groupby("target", sort=False):
-        score = part[part["phase"] == "score"].iloc[0]
-        out += ["", f"### {name}: score {_fmt(score['value'])}", ""]
-        out += ["| phase | value | unit | seconds | valid | why not |", "|---|---|---|---|---|---|"]
+        out += ["", f"### {name}: score {_fmt(_score_row(part)['value'])}", ""]
+        out += ["| " + " | ".join(HEAD) + " |", "|" + ":---|" * len(HEAD)]
         for _, r in part.iterrows():
-            why = str(r["invalid_reasons"] or "").replace("|", "/")
-            out.append(
-                f"| {r['phase']} | {_fmt(r['value'])} | {r['unit']} | {r['seconds']:.3f} | {r['valid']} | {why} |"
-            )
+            out.append("| " + " | ".join(c.replace("|", "/") for c in _cells(r)) + " |")
     found = verdicts(df)
     if found:
         out += ["", "### IO500 phases compared across targets (one run each: ratios to the fastest)", ""]
@@ -80,24 +95,20 @@ def markdown(df: pd.DataFrame) -> str:
     return "\n".join(out) + "\n"
 
 
-def html_section(df: pd.DataFrame) -> str:
-    out = ["<h2>IO500 phases</h2>"]
+def html_section(df: pd.DataFrame, charts: dict | None = None) -> str:
+    """The IO500 section of summary.html: per target its table, left-aligned (and its bar chart, `charts`:
+    target -> image path relative to the page)."""
+    out = ["<h2>IO500 phases</h2>", f"<p>{html.escape(ABOUT)}</p>"]
+    left = ' style="text-align:left"'
     for name, part in df.groupby("target", sort=False):
-        score = part[part["phase"] == "score"].iloc[0]
-        out.append(f"<h3>{html.escape(str(name))}: score {_fmt(score['value'])}</h3>")
+        out.append(f"<h3>{html.escape(str(name))}: score {_fmt(_score_row(part)['value'])}</h3>")
+        if charts and name in charts:
+            out.append(f'<img src="{html.escape(charts[name])}" alt="io500 phases of {html.escape(str(name))}">')
         out.append(
-            "<table><tr><th>phase</th><th>value</th><th>unit</th><th>seconds</th><th>valid</th><th>why not</th></tr>"
+            f'<table class="io500"{left}><tr>' + "".join(f"<th{left}>{html.escape(h)}</th>" for h in HEAD) + "</tr>"
         )
         for _, r in part.iterrows():
-            cells = [
-                r["phase"],
-                _fmt(r["value"]),
-                r["unit"],
-                f"{r['seconds']:.3f}",
-                r["valid"],
-                r["invalid_reasons"] or "",
-            ]
-            out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+            out.append("<tr>" + "".join(f"<td{left}>{html.escape(c)}</td>" for c in _cells(r)) + "</tr>")
         out.append("</table>")
     found = verdicts(df)
     if found:
