@@ -164,10 +164,15 @@ def cell_outputs(host=None, array=None):
     return found
 
 
+def io500_phases(host, array, target):
+    """An IO500 cell's phases, in order: today's, or those a finished cell of an older method holds."""
+    return PLAN.io500_phases(host, array, target, tuple(IO500_PHASES))
+
+
 def io500_outputs(host=None, array=None):
     """What tells that an IO500 cell is finished: its last phase's record."""
     return [
-        record_file(IO500_PHASES[-1], 1, f"{h}/{a}/{t}/io500")
+        record_file(io500_phases(h, a, t)[-1], 1, f"{h}/{a}/{t}/io500")
         for h, a, t in IO500_PLACES
         if host in (None, h) and array in (None, a)
     ]
@@ -318,7 +323,7 @@ def io500_records():
     return [
         io500_record(phase, IO500_CELL.format(host=h, array=a, target=t))
         for h, a, t in IO500_PLACES
-        for phase in IO500_PHASES
+        for phase in io500_phases(h, a, t)
     ]
 
 
@@ -332,12 +337,13 @@ def io500_priority(wildcards):
 
 def io500_input(phase):
     """The phase before (its record and state), or for the first the target's setup: mount, or the array."""
-    i = IO500_PHASES.index(phase)
 
     def found(wildcards):
         cell = IO500_CELL.format(**wildcards)
+        phases = io500_phases(wildcards.host, wildcards.array, wildcards.target)
+        i = phases.index(phase)
         if i > 0:
-            before = IO500_PHASES[i - 1]
+            before = phases[i - 1]
             return {
                 "before": io500_record(before, cell),
                 "ready": io500_state(before, cell),

@@ -661,3 +661,22 @@ def test_io500_csv_rows_and_the_phase_by_phase_comparison_of_targets():
     assert "### ext4: score 1" in md and "### ext4-noatime: score" in md
     assert "- mdtest-hard-write: fastest ext4 (1); ext4-noatime 1.00×" in md
     assert "- ior-easy-write: fastest ext4-noatime (2); ext4 0.50×" in md
+
+
+def test_a_kept_cell_of_io500_method_4_is_tabled_with_the_phases_it_measured(tmp_path):
+    """methods: recorded keeps a finished cell of method 4, before the timestamp and ior-rnd4K-easy-read: its
+    table, score and result files come from its 12 phases; a cell of method 5 without them is refused."""
+    from fsbench.io500 import result_files
+
+    old = [p for p in ph.PHASES if p not in ("timestamp", "ior-rnd4K-easy-read")]
+    cell = {"host": "local", "array": "d", "target": "ext4", "method": 4, "io500": {"processes": 2}}
+    records = [
+        {"cell": cell, "phase": p, "value": 1.0, "seconds": 1.0, "valid": True, "invalid_reasons": "", "started_at": 0}
+        for p in old
+    ]
+    df = table(records)
+    assert list(df["phase"]) == [*old, "bw", "md", "score"] and df.set_index("phase").loc["score", "value"] == 1.0
+    written = result_files.write(records, df, tmp_path)
+    assert open(written[0]).readline() == "IO500 version fsbench-io500-method-4 (standard)\n"
+    with pytest.raises(ValueError, match="lacks the records of timestamp, ior-rnd4K-easy-read"):
+        table([r | {"cell": cell | {"method": 5}} for r in records])

@@ -283,3 +283,32 @@ def test_huge_page_buffers_are_a_setting_of_the_cell_where_asked_for():
     assert "buffer" not in Plan(campaign()).cell_spec("local", "a", "ext4", test, "1")
     huge = Plan(campaign(io=campaign()["io"] | {"buffer": "hugepage"})).cell_spec("local", "a", "ext4", test, "1")
     assert huge["buffer"] == "hugepage" and CellSpec.from_params(huge).buffer == "hugepage"
+
+
+def test_a_finished_io500_cell_of_an_older_method_keeps_its_phases_and_settings(tmp_path):
+    """io500 method 5 brought in phases (timestamp, ior-rnd4K-easy-read) and ini keys with defaults (drop-caches,
+    stonewall-time, ...): a cell measured at 4 keeps its 12 phases and its params as they were."""
+    from fsbench.campaign.cells import IO500_TEST
+    from fsbench.io500.phases import order
+
+    config = campaign(io500={"processes": 1})
+    today = Plan(config)
+    key = ("local", "a", "xfs", IO500_TEST, 1)
+    spec = today.cell_spec(*key)
+    new_keys = ("stonewall-time", "drop-caches", "drop-caches-cmd", "dataPacketType", "mode")
+    then = {k: v for k, v in spec["io500"].items() if k not in new_keys}
+    old_phases = [p for p in order() if p not in ("timestamp", "ior-rnd4K-easy-read")]
+    for phase in old_phases:
+        _finished(tmp_path, today, key, phase, 4, io500=then)
+
+    plan = Plan(config, tmp_path)
+    kept = plan.cell_spec(*key)
+    assert kept["method"] == 4 and kept["io500"] == then and list(kept) == list(spec)
+    assert list(kept["io500"]) == [k for k in spec["io500"] if k in then]  # in the order its params had
+    assert plan.io500_phases("local", "a", "xfs", order()) == tuple(old_phases)
+    assert plan.io500_phases("local", "a", "ext4", order()) == order()  # not finished: today's
+    again = Plan(config | {"methods": "current"}, tmp_path)
+    assert again.io500_phases("local", "a", "xfs", order()) == order() and again.cell_spec(*key) == spec
+    # A setting of its own changed: not that cell any more, measured anew with today's phases.
+    other = Plan(campaign(io500={"processes": 1, "drop-caches": True}), tmp_path)
+    assert other.io500_phases("local", "a", "xfs", order()) == order()

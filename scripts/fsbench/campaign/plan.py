@@ -34,6 +34,7 @@ from fsbench.campaign.cells import (
     repeat_plan,
     targets,
 )
+from fsbench.campaign.config import load_schema
 from fsbench.engines.table import method_changes, method_params, method_version, method_workload
 
 # The wildcards of the rules, as regexes: what a path segment may be.
@@ -79,12 +80,30 @@ def finished_cells(results) -> dict[tuple, dict]:
 ADDED_BY_STEP = ("shared_dir", "hosts", "slots", "slot_base")
 
 
+@functools.cache
+def io500_defaults() -> dict:
+    """The io500 block's keys that have a default of their own (config/schema.yaml)."""
+    keys = load_schema()["properties"]["io500"]["properties"]
+    return {k: v["default"] for k, v in keys.items() if "default" in v and not isinstance(v["default"], dict)}
+
+
+def _as_then(now: dict, then: dict) -> dict:
+    """A cell's settings without what a newer method brought in at its default: io500 keys that the record's
+    io500 block lacks and that the campaign leaves at their defaults (a newer fsbench's, e.g. drop-caches)."""
+    if not (now.get("io500") and then.get("io500")):
+        return now
+    new = io500_defaults()
+    kept = {k: v for k, v in now["io500"].items() if k in then["io500"] or k not in new or new[k] != v}
+    return now | {"io500": kept}
+
+
 def same_but_method(spec: dict, recorded: dict) -> bool:
-    """Whether a cell's params and a record's settings differ in nothing but the method."""
+    """Whether a cell's params and a record's settings differ in nothing but the method (and what a newer method
+    brought in at its default)."""
     now = json.loads(json.dumps(CellSpec.from_params(spec).as_record()))  # as records keep them
     then = {k: v for k, v in recorded.items() if k in now or k not in ADDED_BY_STEP}
     now.pop("method", None), then.pop("method", None)
-    return now == then
+    return _as_then(now, then) == then
 
 
 class Plan:
@@ -93,6 +112,7 @@ class Plan:
 
     def __init__(self, campaign: dict, results=None):
         self.campaign = campaign
+        self.results = results
         self.finished = finished_cells(results) if results else {}
         # finished cell repeat -> (workload, its recorded method, the code's), where those differ (Plan.older)
         self.older_methods: dict[tuple, tuple] = {}
@@ -208,8 +228,10 @@ class Plan:
         self.older_methods[key] = (method_workload(workload, iodepth), old, now)
         if self.campaign["methods"] == "current":
             return spec
-        kept = {k: v for k, v in spec.items() if k != "method"}  # at version 1 the params had no method
-        return {k: old if k == "method" else v for k, v in spec.items()} if old > 1 else kept
+        # The params as they were (Snakemake compares their repr, so each key keeps its place): the recorded method,
+        # none at version 1, and an io500 block without the keys a newer method brought in at their defaults.
+        then = _as_then(spec, recorded)
+        return {k: old if k == "method" else then[k] for k in spec if k != "method" or old > 1}
 
     def older(self) -> str | None:
         """What a run says before any device step when finished cells hold an older method than the code's: how
@@ -234,6 +256,18 @@ class Plan:
         return f"fsbench: {total} finished cell repeats measured with an older method are measured again " + (
             f"(methods: current): {'; '.join(found)}."
         )
+
+    @functools.cache  # noqa: B019
+    def io500_phases(self, host: str, array: str, target: str, order: tuple[str, ...]) -> tuple[str, ...]:
+        """An IO500 cell's phases: today's (`order`, fsbench.io500.phases.order), or, where a finished cell keeps the
+        older method it was measured with, those its records hold (a phase added since is not run for it: it
+        would stand in the chain before phases that were measured, and so measure them again)."""
+        key = (host, array, target, IO500_TEST, 1)
+        self.cell_spec(*key)  # finds whether it keeps its method
+        if key not in self.older_methods or self.campaign["methods"] == "current":
+            return order
+        folder = Path(self.results, "runs", host, array, target, IO500_TEST, "rep1")
+        return tuple(phase for phase in order if (folder / f"{phase}.json").exists())
 
     def planned_finished(self) -> list[tuple]:
         """The finished cell repeats that this campaign still plans (a cell it no longer has is not its business)."""

@@ -36,6 +36,7 @@ class Phase:
     verify: bool = False
     stonewalled: bool = False
     timed_write: bool = False
+    since: int = 1  # the io500 method (engines.table.IO500_METHOD) that brought it in: older records lack it
 
     @property
     def unit(self) -> str:
@@ -52,12 +53,12 @@ _NODE, _RANK = ("node", 1), ("rank", 1)
 TABLE = (
     Phase("ior-easy-write", "ior", "ior-easy", "write", "BW", stonewalled=True, timed_write=True),
     Phase("mdtest-easy-write", "mdtest", "mdtest-easy", "write", "MD", stonewalled=True, timed_write=True),
-    Phase("timestamp", "dummy", "", "timestamp", ""),
-    Phase("find-easy", "find", "mdtest-easy", "find", "MD", optional=True),
+    Phase("timestamp", "dummy", "", "timestamp", "", since=5),
+    Phase("find-easy", "find", "mdtest-easy", "find", "MD", optional=True, since=5),
     Phase("ior-hard-write", "ior", "ior-hard", "write", "BW", stonewalled=True, timed_write=True),
     Phase("mdtest-hard-write", "mdtest", "mdtest-hard", "write", "MD", stonewalled=True, timed_write=True),
     Phase("find", "find", "", "find", "MD"),
-    Phase("find-hard", "find", "mdtest-hard", "find", "MD", optional=True),
+    Phase("find-hard", "find", "mdtest-hard", "find", "MD", optional=True, since=5),
     Phase("ior-easy-read", "ior", "ior-easy", "read", "BW", made_by="ior-easy-write", shift=_NODE, verify=True),
     Phase("mdtest-easy-stat", "mdtest", "mdtest-easy", "stat", "MD", made_by="mdtest-easy-write", shift=_RANK),
     Phase("ior-hard-read", "ior", "ior-hard", "read", "BW", made_by="ior-hard-write", shift=_NODE, verify=True),
@@ -77,6 +78,7 @@ TABLE = (
         made_by="ior-easy-write",
         shift=("node", 2),
         stonewalled=True,
+        since=5,
     ),
 )
 BY_NAME = {p.name: p for p in TABLE}
@@ -86,6 +88,11 @@ MODES = ("standard", "extended")
 def order(mode: str = "standard") -> tuple[str, ...]:
     """The phases a run of `mode` runs, in io500's order."""
     return tuple(p.name for p in TABLE if mode == "extended" or not p.optional)
+
+
+def measured(mode: str, method: int) -> tuple[str, ...]:
+    """The phases a cell of io500 method `method` measured (a finished cell kept by methods: recorded)."""
+    return tuple(p for p in order(mode) if BY_NAME[p].since <= method)
 
 
 PHASES = order("standard")

@@ -26,11 +26,11 @@ def _f(value: float) -> str:
     return f"{value:f}" if not math.isnan(value) else "0.000000"
 
 
-def summary(part: pd.DataFrame, mode: str) -> str:
-    """result_summary.txt of one target (its io500.csv rows)."""
+def summary(part: pd.DataFrame, mode: str, version: str = VERSION) -> str:
+    """result_summary.txt of one target (its io500.csv rows); `version`: the method that measured them."""
     rows = part.set_index("phase")
-    out = [f"IO500 version {VERSION} ({mode})"]
-    for name in ph.order(mode):
+    out = [f"IO500 version {version} ({mode})"]
+    for name in [p for p in ph.order(mode) if p in rows.index]:
         r, p = rows.loc[name], ph.BY_NAME[name]
         tag = "[RESULT]" if p.group else "[      ]"
         invalid = "" if r["valid"] else " [INVALID]"
@@ -47,20 +47,21 @@ def _when(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))  # io500's u_print_timestamp
 
 
-def result(part: pd.DataFrame, records: dict, mode: str, procs: int, where: str) -> str:
+def result(part: pd.DataFrame, records: dict, mode: str, procs: int, where: str, version: str = VERSION) -> str:
     """result.txt of one target: io500's ini-style pairs, [run], a section per phase (t_start, exe, its
     [INVALID] reasons as io500's "; ERROR INVALID" lines, score, t_delta, t_end), [SCORE] (and [SCOREX])."""
     rows = part.set_index("phase")
-    out = ["[run]", _pair("procs", procs), _pair("version", VERSION), _pair("config-hash", HASH)]
+    out = ["[run]", _pair("procs", procs), _pair("version", version), _pair("config-hash", HASH)]
     out += [_pair("result-dir", where), _pair("mode", mode)]
-    stonewall = records[ph.order(mode)[0]]["cell"]["io500"]["stonewall-time"]
+    # (a record of io500 method 4 or older, kept by methods: recorded, has no stonewall-time where none was set)
+    stonewall = next(iter(records.values()))["cell"]["io500"].get("stonewall-time", 0)
     out += (
         [f"; ERROR INVALID stonewall-time {stonewall}s != {ph.LIST_STONEWALL}s"]
         if stonewall != ph.LIST_STONEWALL
         else []
     )
     out += [""]
-    for name in ph.order(mode):
+    for name in [p for p in ph.order(mode) if p in records]:
         r, rec = rows.loc[name], records[name]
         dummy = ph.BY_NAME[name].kind == "dummy"  # io500 prints neither exe nor score for the timestamp
         out += ["", f"[{name}]", _pair("t_start", _when(rec["started_at"]))]
@@ -128,7 +129,9 @@ def write(records: list[dict], df: pd.DataFrame, folder) -> list[str]:
         procs = first["cell"]["io500"]["processes"] * max(1, len(first.get("hosts") or {}))
         where = target_dir(folder, name)
         where.mkdir(parents=True, exist_ok=True)
-        (where / "result_summary.txt").write_text(summary(part, mode))
-        (where / "result.txt").write_text(result(part, mine, mode, procs, str(where)))
+        # the method that measured them: an older one where methods: recorded kept a finished cell
+        version = f"fsbench-io500-method-{first['cell'].get('method', 1)}"
+        (where / "result_summary.txt").write_text(summary(part, mode, version))
+        (where / "result.txt").write_text(result(part, mine, mode, procs, str(where), version))
         written += [str(where / "result_summary.txt"), str(where / "result.txt")]
     return written

@@ -29,16 +29,17 @@ def table(records: list[dict]) -> pd.DataFrame:
         by_target.setdefault(label(r, several), {})[r["phase"]] = r
     rows = []
     for name, found in by_target.items():
-        mode = (next(iter(found.values()))["cell"].get("io500") or {}).get("mode", "standard")
-        missing = [p for p in ph.order(mode) if p not in found]
+        cell = next(iter(found.values()))["cell"]
+        mode = (cell.get("io500") or {}).get("mode", "standard")
+        missing = [p for p in ph.measured(mode, cell.get("method", 1)) if p not in found]
         if missing:
             raise ValueError(f"io500 target {name} lacks the records of {', '.join(missing)}")
         figures = {}
-        for p in ph.order(mode):
+        for p in [p for p in ph.order(mode) if p in found]:
             r = found[p]
             figures[p] = ph.Figure(p, r["value"], r["seconds"], r["valid"], r["invalid_reasons"])
         scores = ph.score(figures) + (ph.score(figures, extended=True)[2:] if mode == "extended" else [])
-        for f in [figures[p] for p in ph.order(mode)] + scores:
+        for f in list(figures.values()) + scores:
             doubts = found[f.phase].get("doubts", "") if f.phase in found else ""
             rows.append([name, f.phase, f.value, ph.unit(f.phase), f.seconds, f.valid, f.invalid_reasons, doubts])
     return pd.DataFrame(rows, columns=COLUMNS)
