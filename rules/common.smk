@@ -1,5 +1,4 @@
 import hashlib
-import signal
 import sys
 from pathlib import Path
 
@@ -8,11 +7,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 from fsbench.campaign import cells as campaign_cells
 from fsbench.campaign import config as campaign_config
 from fsbench.campaign.cells import array_dir
-from fsbench.campaign.plan import WILDCARDS, Plan, forget_device_state
-from fsbench.cluster.hosts import workdirs_here
+from fsbench.campaign.plan import WILDCARDS, Plan
 from fsbench.engines import table
-from fsbench.storage.devices import lock_campaign, release
-from fsbench.storage.guards import lock_device
 from fsbench.io500.phases import PHASES as IO500_PHASES
 from fsbench.toolkit.records import read_json
 
@@ -222,34 +218,6 @@ def final_outputs():
         *([f"{RESULTS}/history.json"] if CAMPAIGN["history"] is not False else []),
         *([f"{RESULTS}/io500.csv"] if IO500_PLACES else []),
     ]
-
-
-HELD_LOCKS = []
-
-
-def hold_campaign_lock():
-    """One run per campaign at a time; the lock dies with this process, so kill -9 leaves none behind."""
-    HELD_LOCKS.append(lock_campaign(Path(CAMPAIGN["scratch"]) / NAME))
-    for array in CAMPAIGN["arrays"].values():  # and no two campaigns on one real device
-        for dev in [array.get("device")] + array.get("devices", []):
-            if dev:
-                HELD_LOCKS.append(lock_device(dev, NAME))
-
-
-def stop_on_sigterm():
-    """SIGTERM stops the run as Ctrl-C does: running jobs are stopped (Slurm jobs cancelled), then onerror
-    releases. Snakemake's own handler, set when its scheduler starts (before onstart), waits for every running job
-    to finish: a whole group job through Slurm."""
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-
-
-def release_all():
-    """Whatever happened, leave nothing of this campaign attached or mounted on this host; the state files
-    of unfinished cells go too, so that the next run redoes them from mkfs (rules/filesystem.smk).
-    """
-    for folder in workdirs_here(CAMPAIGN):
-        release(folder)
-    forget_device_state(RESULTS)
 
 
 def records_upto(cell, k):
