@@ -1,4 +1,3 @@
-import hashlib
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from fsbench.campaign.plan import WILDCARDS, Plan
 from fsbench.engines import table
 from fsbench.io500.phases import PHASES as IO500_PHASES
 from fsbench.toolkit.records import read_json
+from fsbench.workflow.digest import analysis_digest
 
 try:
     CAMPAIGN = campaign_config.validate(config)
@@ -35,26 +35,12 @@ wildcard_constraints:
     target="|".join(TARGETS),
 
 
-# The code that turns records into tables, plots and documents, wherever it lives (tests/test_rerun.py).
-ANALYSIS_PACKAGES = ["analysis", "plots", "report"]
-ANALYSIS_MODULES = ["measurement/rows.py"]
-
-
-def analysis_code():
-    """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
-    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see docs/guide.md).
-    """
-    scripts = Path(workflow.basedir) / "scripts"
-    package = scripts / "fsbench"
-    files = [
-        f for part in ANALYSIS_PACKAGES for f in sorted((package / part).glob("*.py"))
-    ]
-    files += [package / f for f in ANALYSIS_MODULES]
-    files += [scripts / "aggregate.py", scripts / "plot.py"]
-    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
-
-
-ANALYSIS_CODE = analysis_code()
+# The step scripts of the rules that turn records into tables and plots (rules/analysis.smk): every fsbench file they
+# import is in the digest that reruns them (fsbench.workflow.digest, tests/test_rerun.py).
+ANALYSIS_SCRIPTS = ["aggregate.py", "plot.py"]
+ANALYSIS_CODE = analysis_digest(
+    [Path(workflow.basedir, "scripts", s) for s in ANALYSIS_SCRIPTS]
+)
 
 
 def record_file(step, rep="{rep}", cell=CELL):
