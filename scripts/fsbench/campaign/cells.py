@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench.storage.filesystems import FILESYSTEMS
 from fsbench.toolkit.sizes import format_size, parse_size
 
 # Filesystems that span several devices themselves (no md in between).
-SPANNING = {"btrfs"}
 # Patterns that read and write in one run (io.rwmix_read of the operations read).
 MIXED = {"randrw", "rw"}
 
@@ -117,7 +117,7 @@ def targets(config: dict, array: str) -> list[str]:
     if spec["kind"] == "path":
         return ["path"]
     if spans_members(spec):
-        return [name for name, fs in config["filesystems"].items() if fs["type"] in SPANNING]
+        return [name for name, fs in config["filesystems"].items() if FILESYSTEMS[fs["type"]].spans_devices]
     return (["raw"] if config["raw"] else []) + list(config["filesystems"])
 
 
