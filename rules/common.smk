@@ -7,8 +7,8 @@ from fsbench.campaign import cells as campaign_cells
 from fsbench.campaign import config as campaign_config
 from fsbench.campaign.cells import array_dir
 from fsbench.campaign.plan import WILDCARDS, Plan
-from fsbench.engines import table
 from fsbench.io500.phases import PHASES as IO500_PHASES
+from fsbench.plots.table import campaign_plots
 from fsbench.toolkit.records import read_json
 from fsbench.workflow.digest import analysis_digest
 
@@ -152,31 +152,16 @@ def array_outputs(wildcards):
 
 
 def plot_files(as_report_items=False):
-    """The plots as files. For rule plots, the PNGs as report items with a caption saying what was measured
-    and how (only there: an item is credited to the rule whose output it is).
-
-    baselines.png/svg (the campaign beside its baselines) only when the config has baselines.
+    """The plots as files (fsbench.plots.table: those the campaign has). For rule plots, the PNGs as report items
+    with a caption saying what was measured and how (only there: an item is credited to the rule whose output it is).
     """
-    compared = "raw" in TARGETS and any(
-        t != "raw" for t in TARGETS
-    )  # a filesystem beside raw
-    names = ["throughput", "durable"] + (["efficiency"] if compared else [])
-    # An engine without per-call times (dd) gets no latency plots (its IOPS come from dd's records).
-    timed = table.why_not(CAMPAIGN["io"]["engine"], table.LATENCY) is None
-    names += ["iops"] + (["latency", "latency_percentiles"] if timed else [])
-    # Nor a time series (timeseries.csv has no rows for it).
-    series = table.why_not(CAMPAIGN["io"]["engine"], table.TIMESERIES)
-    names += ["timeseries"] if series is None else []
-    names += ["metadata"] if CAMPAIGN["metadata"] else []
-    names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
-    for name in names:
-        png = f"{RESULTS}/plots/{name}.png"
-        caption = f"{workflow.basedir}/captions/{name}.rst"  # called from the Snakefile, not from here
-        item = png
+    for plot in campaign_plots(CAMPAIGN):
+        png, svg = plot.files(f"{RESULTS}/plots")
+        caption = f"{workflow.basedir}/{plot.caption}"  # called from the Snakefile, not from here
         if as_report_items:
-            item = report(png, caption=caption, category="Plots")
-        files += [item, f"{RESULTS}/plots/{name}.svg"]
+            png = report(png, caption=caption, category="Plots")
+        files += [png, svg]
     return files
 
 

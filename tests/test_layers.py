@@ -41,7 +41,11 @@ def test_the_analysis_digest_holds_every_module_the_analysis_scripts_import():
     dd's log reader (through the engine table); and the package __init__s on the way."""
     scripts = PACKAGE.parent
     found = {str(p.relative_to(scripts)) for p in analysis_files([scripts / "aggregate.py", scripts / "plot.py"])}
-    for module in ("toolkit/flags.py", "toolkit/latency.py", "io500/table.py", "engines/ddlog.py", "plots/campaign.py"):
+    for module in ("toolkit/flags.py", "toolkit/latency.py", "io500/table.py", "engines/ddlog.py", "plots/draw.py"):
         assert f"fsbench/{module}" in found
     assert {"aggregate.py", "plot.py", "fsbench/__init__.py", "fsbench/io500/__init__.py"} <= found
     assert "fsbench/measurement/measure.py" not in found and "fsbench/history/store.py" not in found
+    # every figure module of the plot table (fsbench.plots.draw imports them by name)
+    from fsbench.plots.table import PLOTS
+
+    assert {f"fsbench/plots/{p.figure.split('.')[0]}.py" for p in PLOTS.values()} <= found

@@ -1,8 +1,6 @@
 """plots/timeseries.png: throughput over time from timeseries.csv (fsbench.analysis.timeseries_table), a panel
 per array, test and op."""
 
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")  # files only, also on a headless host
@@ -13,8 +11,6 @@ import seaborn as sns  # noqa: E402
 
 from fsbench.analysis.stats import label_of_test, sort_rows, varying  # noqa: E402
 from fsbench.toolkit import flags  # noqa: E402
-
-DPI = 110
 
 
 def _flagged(measurements: pd.DataFrame | None) -> set:
@@ -88,18 +84,10 @@ def timeseries_figure(table: pd.DataFrame, measurements: pd.DataFrame | None = N
     return fig
 
 
-def plot_timeseries(table: pd.DataFrame, outdir, measurements: pd.DataFrame | None = None) -> list[Path]:
-    """plots/timeseries.png and .svg; a figure that says so where no measurement has a series (dd)."""
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+def timeseries_plot(table: pd.DataFrame, measurements: pd.DataFrame | None = None):
+    """plots/timeseries: the figure, or one that says so where no measurement has a series (dd)."""
     fig = timeseries_figure(table, measurements)
     if fig is None:
         fig = plt.figure(figsize=(6, 1.5))
         fig.text(0.5, 0.5, "No time series: the engine (dd) reports none", ha="center", va="center")
-    paths = []
-    for ext in ("png", "svg"):
-        path = outdir / f"timeseries.{ext}"
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
-        paths.append(path)
-    plt.close(fig)
-    return paths
+    return fig
