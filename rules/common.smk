@@ -21,7 +21,7 @@ NAME = CAMPAIGN["campaign"]
 RESULTS = f"results/{NAME}"
 PLAN = Plan(CAMPAIGN)
 TARGETS = PLAN.targets
-HOSTS = campaign_cells.hosts(CAMPAIGN)
+MEASURING_HOSTS = campaign_cells.measuring_hosts(CAMPAIGN)
 MIN_REPS, MAX_REPS = PLAN.min_reps, PLAN.max_reps
 # A cell of the campaign (Cell.path), all its repeats; its steps' records are in runs/{CELL}/rep{rep}/.
 CELL = "{host}/{array}/{target}/{test}"

@@ -34,7 +34,8 @@ def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Pat
     return Path(scratch) / campaign / (array if host == LOCAL else f"{array}.{host}")
 
 
-def hosts(config: dict) -> list[str]:
+def measuring_hosts(config: dict) -> list[str]:
+    """The hosts a campaign's cells are measured on: its named `hosts`, or this one (local)."""
     return config["hosts"] or [LOCAL]
 
 
@@ -184,7 +185,7 @@ def cells(config: dict):
     then those that all hosts run at once (path arrays with all_hosts); then the metadata cells of every
     filesystem target and path array (not raw: a bare device has no files), this host's only."""
     io = config["io"]
-    where = [(h, a, t) for h in hosts(config) for a in config["arrays"] for t in targets(config, a)]
+    where = [(h, a, t) for h in measuring_hosts(config) for a in config["arrays"] for t in targets(config, a)]
     where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
     for host, array, target in where:
         for rep in range(1, repeat_plan(io)["min"] + 1):
@@ -209,7 +210,7 @@ def io500_places(config: dict) -> list[tuple[str, str, str]]:
         if spec["kind"] == "path":
             found.append((ALL_HOSTS if config["hosts"] else LOCAL, array, "path"))
         else:
-            found += [(h, array, t) for h in hosts(config) for t in targets(config, array) if t != "raw"]
+            found += [(h, array, t) for h in measuring_hosts(config) for t in targets(config, array) if t != "raw"]
     return found
 
 

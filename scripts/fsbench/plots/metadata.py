@@ -11,9 +11,9 @@ from matplotlib.figure import Figure
 
 from fsbench.analysis.names import places
 from fsbench.analysis.stats import (
-    PHASES,
     summarize_metadata,
 )
+from fsbench.engines.metadata import METADATA_PHASES
 from fsbench.plots.bars import (
     _colours,
     _legend,
@@ -40,7 +40,7 @@ def metadata(measurements: pd.DataFrame) -> Figure:
     for ax, ((place, streams), part) in zip(axes[:, 0], panels, strict=True):
         bottom = part["median"].min() / 4
         for _, row in part.iterrows():
-            x = at(PHASES.index(row["op"]), targets.index(row["target"]))
+            x = at(METADATA_PHASES.index(row["op"]), targets.index(row["target"]))
             ax.bar(x, row["median"], width * 0.92, color=colours[row["target"]])
             if pd.notna(row["ci95_low"]):
                 ax.plot([x, x], [row["ci95_low"], row["ci95_high"]], color="black", linewidth=1.2)
@@ -58,10 +58,10 @@ def metadata(measurements: pd.DataFrame) -> Figure:
             )
         mine = measurements[(measurements["array"] == part["array"].iloc[0]) & (measurements["streams"] == streams)]
         for _, row in mine.iterrows():  # each repetition
-            x = at(PHASES.index(row["op"]), targets.index(row["target"]))
+            x = at(METADATA_PHASES.index(row["op"]), targets.index(row["target"]))
             ax.scatter(x, row["iops"], s=14, color="black", edgecolor="white", linewidth=0.5, zorder=3)
         ax.set_yscale("log")
-        ax.set_xticks(range(len(PHASES)), PHASES)
+        ax.set_xticks(range(len(METADATA_PHASES)), METADATA_PHASES)
         ax.set_ylim(bottom, part["median"].max() * 8)
         ax.set_ylabel("files per second (log)")
         ax.set_title(f"{place} — {streams} stream{'s' if streams != 1 else ''}")

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from snakemake.exceptions import WorkflowError
 
-from fsbench.campaign.cells import ALL_HOSTS, LOCAL, hosts
+from fsbench.campaign.cells import ALL_HOSTS, LOCAL, measuring_hosts
 from fsbench.cluster.hosts import one_host_at_a_time, release_on, short_hostname
 from fsbench.workflow import snakemake_internals as internals
 
@@ -62,7 +62,7 @@ def device_resources(campaign: dict) -> dict:
         found = {"nodes": nodes_for, "tasks": nodes_for, "slurm_extra": pin_to_host}
     else:
         found = {"slurm_extra": "--exclusive"} if campaign["exclusive"] else {}
-    found |= {host_io(h): 1 if len(hosts(campaign)) == 1 else on_host(h) for h in named}
+    found |= {host_io(h): 1 if len(measuring_hosts(campaign)) == 1 else on_host(h) for h in named}
     shared = [a for a in campaign["arrays"] if one_host_at_a_time(campaign, a)]
     found["shared_io"] = (
         int(bool(shared))
