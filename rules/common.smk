@@ -1,7 +1,8 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
+SCRIPTS = str(Path(workflow.basedir) / "scripts")
+sys.path.insert(0, SCRIPTS)
 
 from fsbench.campaign import cells as campaign_cells
 from fsbench.campaign import config as campaign_config
@@ -10,7 +11,10 @@ from fsbench.campaign.plan import WILDCARDS, Plan
 from fsbench.io500.phases import PHASES as IO500_PHASES
 from fsbench.plots.table import campaign_plots
 from fsbench.toolkit.records import read_json
+from fsbench.workflow.checkout import scripts_first
 from fsbench.workflow.digest import analysis_digest
+
+scripts_first(SCRIPTS)  # the step scripts too import this checkout's fsbench
 
 try:
     CAMPAIGN = campaign_config.validate(config)

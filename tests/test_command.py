@@ -31,3 +31,22 @@ def test_the_command_runs_this_checkouts_code_from_anywhere(tmp_path):
 def test_python_m_fsbench_keeps_working(tmp_path):
     said = run([VENV / "python", "-m", "fsbench", "--help"], REPO / "scripts", BARE | {"PYTHONPATH": "."})
     assert said.returncode == 0 and "history" in said.stdout, said.stderr
+
+
+def test_a_run_from_another_checkout_imports_that_checkouts_fsbench(tmp_path, monkeypatch):
+    """A checkout sharing this .venv (a worktree, a copy): its step scripts, which Snakemake starts with their folder
+    after site-packages (and so after the editable install's), import its fsbench, not this one's."""
+    from fsbench.workflow.checkout import scripts_first
+
+    scripts = tmp_path / "other" / "scripts"
+    (scripts / "fsbench").mkdir(parents=True)
+    (scripts / "fsbench" / "__init__.py").write_text("")
+    step = ["-c", f"import sys; sys.path.append({str(scripts)!r}); import fsbench; print(fsbench.__file__)"]
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert run([VENV / "python", *step], tmp_path, dict(os.environ)).stdout.startswith(str(REPO))  # as Snakemake does
+    scripts_first(str(scripts))
+    scripts_first(str(scripts))  # once only
+    assert os.environ["PYTHONPATH"] == str(scripts)
+    assert run([VENV / "python", *step], tmp_path, dict(os.environ)).stdout.strip() == str(
+        scripts / "fsbench/__init__.py"
+    )
