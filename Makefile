@@ -15,7 +15,7 @@ bench: setup
 
 # The Snakemake HTML report of a finished campaign (CAMPAIGN=file.yaml, default config/config.yaml).
 report: setup
-	$(SNAKEMAKE) --cores 1 --configfile $(CAMPAIGN) --report $$(PYTHONPATH=scripts .venv/bin/python -m fsbench results $(CAMPAIGN))/report.html
+	$(SNAKEMAKE) --cores 1 --configfile $(CAMPAIGN) --report $$(.venv/bin/fsbench results $(CAMPAIGN))/report.html
 
 test: setup
 	.venv/bin/pytest -q -rfEs -n 2 --dist loadgroup --durations=15 tests
@@ -28,7 +28,7 @@ lint: setup
 
 # Unmount, detach and delete everything a campaign holds under its scratch folder (CAMPAIGN=file.yaml).
 release: setup
-	PYTHONPATH=scripts .venv/bin/python -m fsbench release $(CAMPAIGN)
+	.venv/bin/fsbench release $(CAMPAIGN)
 
 # Each bench-* below has a smoke mode, `make bench-X SMOKE=1`: tiny sizes, one round, the table printed and no doc
 # written; tests/test_benchmarks.py runs them so that a benchmark that no longer runs fails CI.

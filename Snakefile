@@ -21,6 +21,23 @@ include: "rules/analysis.smk"
 include: "rules/io500.smk"
 
 
+# What a real run does first and last (fsbench.workflow.hooks); a dry run runs none of them.
+from fsbench.workflow import hooks
+
+
+onstart:
+    hooks.on_start(workflow, CAMPAIGN)
+
+
+# Also when a run stops early, or only some targets were asked for: leave nothing attached or mounted.
+onsuccess:
+    hooks.release_all(CAMPAIGN, RESULTS)
+
+
+onerror:
+    hooks.on_error(workflow, config, CAMPAIGN, RESULTS)
+
+
 rule all:
     default_target: True
     input:

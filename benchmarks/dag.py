@@ -39,7 +39,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from fsbench.campaign.cells import cells, hosts  # noqa: E402
+from fsbench.campaign.cells import cells, measuring_hosts  # noqa: E402
 from fsbench.campaign.config import validate  # noqa: E402
 
 SNAKEMAKE = str(REPO / ".venv/bin/snakemake")
@@ -172,7 +172,7 @@ def expected_jobs(config: dict) -> dict[str, int]:
     history, compare where the config asks for them)."""
     config = validate(config | {"scratch": "/nonexistent"})
     jobs = Counter(step for c in cells(config) for step in STEPS.get(c.target, STEPS["filesystem"]))
-    jobs.update({rule: len(hosts(config)) * len(config["arrays"]) for rule in PER_ARRAY})
+    jobs.update({rule: len(measuring_hosts(config)) * len(config["arrays"]) for rule in PER_ARRAY})
     jobs.update([*PER_CAMPAIGN, *(rule for rule, asked in IF_CONFIGURED.items() if asked(config))])
     return dict(jobs) | {"total": sum(jobs.values())}
 

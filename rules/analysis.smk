@@ -21,7 +21,7 @@ rule aggregate:
         records=cell_outputs(),
         released=expand(
             f"{RESULTS}/state/{{host}}/{{array}}/released.json",
-            host=HOSTS,
+            host=MEASURING_HOSTS,
             array=CAMPAIGN["arrays"],
         ),
         baselines=BASELINE_ROWS,

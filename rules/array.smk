@@ -71,19 +71,3 @@ rule release:
         workdir=workdir,
     script:
         "../scripts/release.py"
-
-
-onstart:
-    stop_on_sigterm()
-    check_cluster_hosts()
-    hold_campaign_lock()
-
-
-# Also when a run stops early, or only some targets were asked for: leave nothing attached or mounted.
-onsuccess:
-    release_all()
-
-
-onerror:
-    release_all()
-    release_on_nodes()

@@ -1,22 +1,22 @@
-import hashlib
-import signal
 import sys
 from pathlib import Path
 
 from snakemake_interface_executor_plugins.settings import ExecMode
 
-sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
+SCRIPTS = str(Path(workflow.basedir) / "scripts")
+sys.path.insert(0, SCRIPTS)
 
 from fsbench.campaign import cells as campaign_cells
 from fsbench.campaign import config as campaign_config
 from fsbench.campaign.cells import array_dir
-from fsbench.campaign.plan import WILDCARDS, Plan, forget_device_state
-from fsbench.cluster.hosts import workdirs_here
-from fsbench.engines import table
-from fsbench.storage.devices import lock_campaign, release
-from fsbench.storage.guards import lock_device
+from fsbench.campaign.plan import WILDCARDS, Plan
 from fsbench.io500.phases import order as io500_order
+from fsbench.plots.table import campaign_plots
 from fsbench.toolkit.records import read_json
+from fsbench.workflow.checkout import scripts_first
+from fsbench.workflow.digest import analysis_digest
+
+scripts_first(SCRIPTS)  # the step scripts too import this checkout's fsbench
 
 try:
     CAMPAIGN = campaign_config.validate(config)
@@ -31,7 +31,7 @@ TARGETS = PLAN.targets
 # older method than the code's, and whether they keep their figures (methods: recorded) or are measured again.
 if workflow.exec_mode != ExecMode.REMOTE and (older := PLAN.older()):
     print(older, file=sys.stderr)
-HOSTS = campaign_cells.hosts(CAMPAIGN)
+MEASURING_HOSTS = campaign_cells.measuring_hosts(CAMPAIGN)
 MIN_REPS, MAX_REPS = PLAN.min_reps, PLAN.max_reps
 # A cell of the campaign (Cell.path), all its repeats; its steps' records are in runs/{CELL}/rep{rep}/.
 CELL = "{host}/{array}/{target}/{test}"
@@ -47,26 +47,12 @@ wildcard_constraints:
     target="|".join(TARGETS),
 
 
-# The code that turns records into tables, plots and documents, wherever it lives (tests/test_rerun.py).
-ANALYSIS_PACKAGES = ["analysis", "plots", "report"]
-ANALYSIS_MODULES = ["measurement/rows.py"]
-
-
-def analysis_code():
-    """A digest of the code that turns records into tables and plots. Unlike a measurement these cost seconds,
-    so a new fsbench redoes them (a param: the profiles leave Snakemake's "code" trigger out, see docs/guide.md).
-    """
-    scripts = Path(workflow.basedir) / "scripts"
-    package = scripts / "fsbench"
-    files = [
-        f for part in ANALYSIS_PACKAGES for f in sorted((package / part).glob("*.py"))
-    ]
-    files += [package / f for f in ANALYSIS_MODULES]
-    files += [scripts / "aggregate.py", scripts / "plot.py"]
-    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
-
-
-ANALYSIS_CODE = analysis_code()
+# The step scripts of the rules that turn records into tables and plots (rules/analysis.smk): every fsbench file they
+# import is in the digest that reruns them (fsbench.workflow.digest, tests/test_rerun.py).
+ANALYSIS_SCRIPTS = ["aggregate.py", "plot.py"]
+ANALYSIS_CODE = analysis_digest(
+    [Path(workflow.basedir, "scripts", s) for s in ANALYSIS_SCRIPTS]
+)
 
 
 def record_file(step, rep="{rep}", cell=CELL):
@@ -183,34 +169,16 @@ def array_outputs(wildcards):
 
 
 def plot_files(as_report_items=False):
-    """The plots as files. For rule plots, the PNGs as report items with a caption saying what was measured
-    and how (only there: an item is credited to the rule whose output it is).
-
-    baselines.png/svg (the campaign beside its baselines) only when the config has baselines.
+    """The plots as files (fsbench.plots.table: those the campaign has). For rule plots, the PNGs as report items
+    with a caption saying what was measured and how (only there: an item is credited to the rule whose output it is).
     """
-    compared = "raw" in TARGETS and any(
-        t != "raw" for t in TARGETS
-    )  # a filesystem beside raw
-    names = ["throughput", "durable"] + (["efficiency"] if compared else [])
-    # An engine without per-call times (dd) gets no latency plots (its IOPS come from dd's records).
-    timed = table.why_not(CAMPAIGN["io"]["engine"], table.LATENCY) is None
-    names += ["iops"] + (["latency", "latency_percentiles"] if timed else [])
-    # Nor a time series (timeseries.csv has no rows for it).
-    series = table.why_not(CAMPAIGN["io"]["engine"], table.TIMESERIES)
-    names += ["timeseries"] if series is None else []
-    # an io500 campaign without io: has no block I/O figures
-    if not campaign_cells.io_tests(CAMPAIGN):
-        names = []
-    names += ["metadata"] if CAMPAIGN["metadata"] else []
-    names += ["baselines"] if CAMPAIGN["baselines"] else []
     files = []
-    for name in names:
-        png = f"{RESULTS}/plots/{name}.png"
-        caption = f"{workflow.basedir}/captions/{name}.rst"  # called from the Snakefile, not from here
-        item = png
+    for plot in campaign_plots(CAMPAIGN):
+        png, svg = plot.files(f"{RESULTS}/plots")
+        caption = f"{workflow.basedir}/{plot.caption}"  # called from the Snakefile, not from here
         if as_report_items:
-            item = report(png, caption=caption, category="Plots")
-        files += [item, f"{RESULTS}/plots/{name}.svg"]
+            png = report(png, caption=caption, category="Plots")
+        files += [png, svg]
     return files
 
 
@@ -238,34 +206,6 @@ def final_outputs():
         *([f"{RESULTS}/history.json"] if CAMPAIGN["history"] is not False else []),
         *([f"{RESULTS}/io500.csv"] if IO500_PLACES else []),
     ]
-
-
-HELD_LOCKS = []
-
-
-def hold_campaign_lock():
-    """One run per campaign at a time; the lock dies with this process, so kill -9 leaves none behind."""
-    HELD_LOCKS.append(lock_campaign(Path(CAMPAIGN["scratch"]) / NAME))
-    for array in CAMPAIGN["arrays"].values():  # and no two campaigns on one real device
-        for dev in [array.get("device")] + array.get("devices", []):
-            if dev:
-                HELD_LOCKS.append(lock_device(dev, NAME))
-
-
-def stop_on_sigterm():
-    """SIGTERM stops the run as Ctrl-C does: running jobs are stopped (Slurm jobs cancelled), then onerror
-    releases. Snakemake's own handler, set when its scheduler starts (before onstart), waits for every running job
-    to finish: a whole group job through Slurm."""
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
-
-
-def release_all():
-    """Whatever happened, leave nothing of this campaign attached or mounted on this host; the state files
-    of unfinished cells go too, so that the next run redoes them from mkfs (rules/filesystem.smk).
-    """
-    for folder in workdirs_here(CAMPAIGN):
-        release(folder)
-    forget_device_state(RESULTS)
 
 
 def records_upto(cell, k):

@@ -29,7 +29,8 @@ SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
 
 # What some tests need from the machine. A test without it skips, saying why; a capability named in
 # FSBENCH_REQUIRE (comma-separated, or `all`) fails it instead, so CI on a machine that has it cannot pass without.
-CAPABILITIES = ("root", "slurm", "postgres", "chromium", "throttle", "io_uring")
+# filesystems: every filesystem of fsbench.storage.filesystems (its mkfs here, its kernel support)
+CAPABILITIES = ("root", "slurm", "postgres", "chromium", "throttle", "io_uring", "filesystems")
 
 
 def required() -> set[str]:

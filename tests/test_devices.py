@@ -2,14 +2,16 @@
 
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from fsbench.campaign.cells import CellSpec, fingerprint
 from fsbench.storage import devices
+from fsbench.storage.filesystems import FILESYSTEMS, in_kernel
 
-from conftest import held, needs_root
+from conftest import held, missing, needs_root
 
 pytestmark = needs_root
 MiB = 2**20
@@ -39,8 +41,42 @@ def test_check_ours_refuses_other_devices(scratch, tmp_path):
         devices.check_ours("/dev/null", scratch)
 
 
-@pytest.mark.parametrize("fs_type", ["ext3", "ext4", "xfs", "btrfs"])
+def can_make(fs_type: str) -> None:
+    """Skip (through conftest.missing) a filesystem this machine cannot make or mount, saying why."""
+    fs = FILESYSTEMS[fs_type]
+    if not in_kernel(fs_type):
+        release = Path("/proc/sys/kernel/osrelease").read_text().strip()
+        missing("filesystems", f"this kernel ({release}) has no {fs_type}: not in /proc/filesystems, no module")
+    if shutil.which(fs.mkfs[0]) is None:
+        missing("filesystems", f"no {fs.mkfs[0]} here: apt-get install {fs.package}")
+
+
+# Each filesystem's mkfs and mount as fsbench runs them (fsbench.storage.filesystems): a new row adds its line.
+ARGV = {
+    "ext2": ["mkfs.ext2", "-F", "-q", "-E", "lazy_itable_init=0"],
+    "ext3": ["mkfs.ext3", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+    "ext4": ["mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+    "xfs": ["mkfs.xfs", "-f", "-q"],
+    "btrfs": ["mkfs.btrfs", "-f", "-q"],
+    "f2fs": ["mkfs.f2fs", "-f", "-q"],
+}
+NO_DISCARD = {"xfs": ["-K"], "btrfs": ["-K"], "f2fs": ["-t", "0"]}  # ext: nodiscard joins fsbench's -E
+
+
+@pytest.mark.parametrize("fs_type", FILESYSTEMS)
+def test_each_filesystems_mkfs_argv(fs_type):
+    assert set(ARGV) == set(FILESYSTEMS), "a filesystem without its argv here (or an argv without its row)"
+    assert devices.mkfs_argv(fs_type, ["-x"], ["/dev/a"]) == [*ARGV[fs_type], "-x", "/dev/a"]
+    kept = devices.mkfs_argv(fs_type, ["-x"], ["/dev/a"], discard=False)
+    if fs_type.startswith("ext"):
+        assert kept == [*ARGV[fs_type][:-1], ARGV[fs_type][-1] + ",nodiscard", "-x", "/dev/a"]
+    else:
+        assert kept == [*ARGV[fs_type], *NO_DISCARD[fs_type], "-x", "/dev/a"]
+
+
+@pytest.mark.parametrize("fs_type", FILESYSTEMS)
 def test_make_mount_and_remake_only_when_settings_change(scratch, fs_type):
+    can_make(fs_type)
     dev = devices.attach_loop_images(scratch / "images", 1, 320 * MiB)[0]
     state, mnt = scratch / "filesystem.json", scratch / "mnt"
     made = devices.ensure_filesystem([dev], mnt, fs_type, [], "fp1", state)
@@ -57,10 +93,11 @@ def test_make_mount_and_remake_only_when_settings_change(scratch, fs_type):
     assert devices.mount_at(mnt) is None  # unmounted before it was remade
 
 
-@pytest.mark.parametrize("fs_type", ["ext2", "ext4", "xfs", "btrfs"])
+@pytest.mark.parametrize("fs_type", FILESYSTEMS)
 def test_mkfs_without_discard_leaves_the_preallocated_image_whole(scratch, fs_type):
     """A discarding mkfs punches the loop's image full of holes (its writes then allocate in the backing
     filesystem); mkfs on a loop member must not discard. With discard, the same test sees the holes."""
+    can_make(fs_type)
     image = scratch / "images" / "member0.img"
     for discard in (False, True):
         dev = devices.attach_loop_images(scratch / "images", 1, 320 * MiB)[0]

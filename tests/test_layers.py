@@ -1,28 +1,13 @@
 """The structure of scripts/fsbench: each subpackage imports only from the layers below it
 (fsbench.LAYERS, drawn in fsbench/__init__.py), imports inside functions included."""
 
-import ast
 from pathlib import Path
 
 import fsbench
+from fsbench.toolkit.imports import imports_of
+from fsbench.workflow.digest import analysis_files
 
 PACKAGE = Path(fsbench.__file__).parent
-
-
-def imports_of(path: Path, module: str) -> set[str]:
-    """The fsbench modules `path` (module `module`) imports, anywhere in it."""
-    found = set()
-    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
-            found |= {base} | {f"{base}.{a.name}" for a in node.names}
-    return {m for m in found if m.split(".")[0] == "fsbench"}
 
 
 def layer(module: str) -> str | None:
@@ -49,3 +34,18 @@ def test_no_import_goes_up_a_layer():
             elif other is not None and fsbench.LAYERS.index(other) > fsbench.LAYERS.index(own):
                 up.append(f"{module} ({own}) imports {target} ({other}), a higher layer")
     assert not up, "arrows up:\n" + "\n".join(up)
+
+
+def test_the_analysis_digest_holds_every_module_the_analysis_scripts_import():
+    """What common.smk's hand-kept list missed: flags (which flags invalidate a figure), latency, io500's table,
+    dd's log reader (through the engine table); and the package __init__s on the way."""
+    scripts = PACKAGE.parent
+    found = {str(p.relative_to(scripts)) for p in analysis_files([scripts / "aggregate.py", scripts / "plot.py"])}
+    for module in ("toolkit/flags.py", "toolkit/latency.py", "io500/table.py", "engines/ddlog.py", "plots/draw.py"):
+        assert f"fsbench/{module}" in found
+    assert {"aggregate.py", "plot.py", "fsbench/__init__.py", "fsbench/io500/__init__.py"} <= found
+    assert "fsbench/measurement/measure.py" not in found and "fsbench/history/store.py" not in found
+    # every figure module of the plot table (fsbench.plots.draw imports them by name)
+    from fsbench.plots.table import PLOTS
+
+    assert {f"fsbench/plots/{p.figure.split('.')[0]}.py" for p in PLOTS.values()} <= found

@@ -15,7 +15,7 @@ import pytest
 from fsbench.campaign.cells import MetaCell, cells
 from fsbench.campaign.config import ConfigError, validate
 from fsbench.campaign.plan import Plan
-from fsbench.engines.metadata import PHASES, MetadataError, MetaJob, check_room, run, run_phase
+from fsbench.engines.metadata import METADATA_PHASES, MetadataError, MetaJob, check_room, run, run_phase
 
 from conftest import RAM_ROOT, held, needs_root, private_scratch, run_campaign
 
@@ -24,7 +24,10 @@ def test_every_phase_moves_every_file_and_times_each_one(tmp_path):
     job = MetaJob(str(tmp_path), streams=2, files=300, file_size=4096, dirs=7, fsync="file")
     colds = []
     found = run(job, lambda: colds.append("cold") or "made cold")
-    assert list(found["phases"]) == list(PHASES) and found["cold"] == {"stat": "made cold", "read": "made cold"}
+    assert list(found["phases"]) == list(METADATA_PHASES) and found["cold"] == {
+        "stat": "made cold",
+        "read": "made cold",
+    }
     assert colds == ["cold", "cold"]  # before stat and before read, not before create or delete
     for phase, figure in found["phases"].items():
         assert figure["ops"] == 600 and len(figure["streams"]) == 2
@@ -49,7 +52,7 @@ class SlowListJob(MetaJob):
         return super().where(stream)
 
 
-@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("phase", METADATA_PHASES)
 def test_no_stream_starts_its_clock_before_every_stream_is_set_up(tmp_path, phase):
     """The start line is after each stream's set-up (its paths, its data), as mdtest's barrier is before its timer:
     a stream that began while another still made its list stretched the phase by that lag (the stat phase, the
@@ -59,7 +62,7 @@ def test_no_stream_starts_its_clock_before_every_stream_is_set_up(tmp_path, phas
     job = SlowListJob(str(tmp_path / "t"), streams=2, files=50, file_size=16, dirs=1, fsync="none")
     Path(job.root).mkdir()
     make_trees(job)
-    for before in PHASES[: PHASES.index(phase)]:
+    for before in METADATA_PHASES[: METADATA_PHASES.index(phase)]:
         run_phase(job, before)
     figure = run_phase(job, phase)
     listed = float(Path(job.root, "listed").read_text())
@@ -200,7 +203,7 @@ def test_every_phase_of_every_filesystem_has_its_rows(campaign):
     assert set(df["workload"]) == {"io", "metadata"}
     assert len(meta) == 3 * 2 * 4  # targets × repeats × phases
     for (target, rep), rows in meta.groupby(["target", "rep"]):
-        assert list(rows["op"]) == list(PHASES), (target, rep)
+        assert list(rows["op"]) == list(METADATA_PHASES), (target, rep)
         assert (rows["ops"] == FILES * 2).all() and (rows["files"] == FILES).all() and (rows["dirs"] == 10).all()
         assert (rows["iops"] > 0).all() and (rows["lat_p50_us"] <= rows["lat_p99_us"]).all()
         create = rows[rows["op"] == "create"].iloc[0]
@@ -218,7 +221,7 @@ def test_the_summary_and_the_plot_show_the_phases(campaign):
     meta = summary[summary["workload"] == "metadata"]
     assert len(meta) == 3 * 4 and (meta["unit"] == "files/s").all() and (meta["n"] == 2).all()
     assert sorted(meta["target"].drop_duplicates()) == ["btrfs", "ext4", "xfs"]
-    assert all(list(rows["op"]) == list(PHASES) for _, rows in meta.groupby("target"))
+    assert all(list(rows["op"]) == list(METADATA_PHASES) for _, rows in meta.groupby("target"))
     assert (meta["ci95_low"] > 0).all()
     text = (campaign / "summary.md").read_text()
     assert "## Metadata: files per second" in text and "| target | create | stat | read | delete |" in text

@@ -6,10 +6,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from fsbench.analysis.compare import comparisons
 from fsbench.analysis.stats import summarize, summarize_baselines
 from fsbench.measurement.rows import COLUMNS
-from fsbench.plots import campaign as plots
-from fsbench.plots.campaign import _beside_baselines, _efficiency, _throughput, plot_campaign
+from fsbench.plots import bars, draw, latency
+from fsbench.plots import throughput as plots
+from fsbench.plots.baselines import beside_baselines as _beside_baselines
+from fsbench.plots.draw import plot_campaign
+from fsbench.plots.throughput import efficiency as _efficiency
+from fsbench.plots.throughput import throughput as _throughput
 
-from conftest import seed_baseline
+from conftest import REPO, seed_baseline
 
 MiB = 2**20
 SEED = {"raw": (312, 419), "ext3": (137, 320), "xfs": (269, 410)}  # MB/s write/read, from the 2012 post
@@ -304,10 +308,10 @@ def test_iops_and_latency_plots_tell_hosts_and_arrays_apart(tmp_path):
                 }
             )
     frame = pd.DataFrame(rows)
-    with plots._style():
-        for make in (plots._iops, plots._latency):
+    with bars._style():
+        for make in (latency.iops, latency.latency):
             fig = make(frame)
-            if make is plots._latency:  # one line per host's target
+            if make is latency.latency:  # one line per host's target
                 labels = {t.get_text() for t in fig.legends[0].get_texts()}
                 assert {"n1 path", "n2 path", "all path", "n1@all path"} <= labels
             fig.savefig(tmp_path / "x.png")
@@ -325,7 +329,7 @@ def test_throughput_leads_with_durable_writes_and_each_filesystems_verdict_again
     durable = m[m["op"] == "write"].groupby(["target", "block_size"], sort=False)["mb_s_durable"].mean()
     heights = sorted(round(p.get_height(), 6) for p in write.patches)
     assert heights == sorted(round(v, 6) for v in durable)
-    colours = plots.VERDICT_COLOURS
+    colours = bars.VERDICT_COLOURS
     said = {
         (ax.get_title(), t.get_text(), t.get_color()) for ax in (write, read) for t in ax.texts if "×" in t.get_text()
     }
@@ -370,3 +374,27 @@ def test_a_campaign_of_one_block_per_stream_gets_every_plot(tmp_path):
     assert set(pd.read_csv(results / "measurements.csv").ops) == {1}
     for name in ("throughput", "iops", "latency", "latency_percentiles"):
         assert (results / "plots" / f"{name}.png").stat().st_size > 0
+
+
+def test_the_plot_table(tmp_path):
+    """Each row: its figure function, its inputs, its caption; and which plots a campaign has (the files the plots
+    rule lists): a new plot adds its line below."""
+    from fsbench.campaign.config import validate
+    from fsbench.plots.table import PLOTS, campaign_plots
+
+    for plot in PLOTS.values():
+        module, function = plot.figure.split(".")
+        assert callable(getattr(draw.MODULES[module], function)), plot.name
+        assert set(plot.args) <= set(draw.Inputs.__dataclass_fields__) and (REPO / plot.caption).is_file()
+
+    def has(**extra):
+        arrays, io = {"demo": {"kind": "loop", "size": "1GiB"}}, {"size": "64MiB", "block_sizes": ["1MiB"]}
+        config = {"campaign": "c", "scratch": str(tmp_path), "arrays": arrays, "io": io}
+        config["filesystems"] = {"ext4": {"type": "ext4"}}
+        return [p.name for p in campaign_plots(validate(config | extra))]
+
+    everyday = ["throughput", "efficiency", "durable", "iops", "latency", "latency_percentiles", "timeseries"]
+    assert has() == everyday
+    assert has(raw=False) == [n for n in everyday if n != "efficiency"]
+    assert has(io={"engine": "dd", "size": "64MiB", "block_sizes": ["1MiB"]}) == everyday[:4]  # no per-call times
+    assert has(metadata={"files": 100})[-1] == "metadata"

@@ -14,7 +14,9 @@ from fsbench.analysis.percentiles import percentile_curves
 from fsbench.analysis.repeats import repeat_decision
 from fsbench.analysis.stats import summarize
 from fsbench.analysis.validity import NOT_COMPARABLE, with_validity
-from fsbench.plots import campaign as plots
+from fsbench.plots import bars as plot_bars
+from fsbench.plots import draw, latency
+from fsbench.plots import throughput as plots
 from fsbench.report.compare_runs import compare_runs
 from fsbench.report.summary import summary_html, summary_markdown
 from fsbench.toolkit.flags import INVALIDATING, WARNING
@@ -178,22 +180,22 @@ def test_tests_are_rows_when_they_outnumber_the_targets():
 
 def test_throughput_hatches_invalid_cells_and_colours_no_verdict_on_them():
     m = frame(cell("raw", 300.0, 400.0) + cell("ext4", 30.0, 40.0, flags=("short",) * 3) + cell("xfs", 29.0, 41.0))
-    with plots._style():
-        fig = plots._throughput(m, summarize(m), comparisons(m))
+    with plot_bars._style():
+        fig = plots.throughput(m, summarize(m), comparisons(m))
     write = fig.axes[0]
     bars = [p for p in write.patches if p.get_height() > 0]
     hatched = [p for p in bars if p.get_hatch()]
     assert len(bars) == 3 and len(hatched) == 1
     assert hatched[0].get_height() == pytest.approx(30.0, rel=0.05)  # ext4's bar
     texts = {t.get_text(): t for t in write.texts if "×" in t.get_text() or t.get_text() == "n/c"}
-    assert "n/c" in texts and texts["n/c"].get_color() == plots.VERDICT_COLOURS[NOT_COMPARABLE]
+    assert "n/c" in texts and texts["n/c"].get_color() == plot_bars.VERDICT_COLOURS[NOT_COMPARABLE]
     slower = [t for t in texts.values() if t.get_text() != "n/c"]
-    assert len(slower) == 1 and slower[0].get_color() == plots.VERDICT_COLOURS["slower"]  # xfs
+    assert len(slower) == 1 and slower[0].get_color() == plot_bars.VERDICT_COLOURS["slower"]  # xfs
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(t.startswith("not valid") for t in legend)
     # efficiency.png: ext4's shares of raw hatched too, xfs's solid.
-    with plots._style():
-        fig = plots._efficiency(summarize(m))
+    with plot_bars._style():
+        fig = plots.efficiency(summarize(m))
     hatched = [p.get_height() for ax in fig.axes for p in ax.patches if p.get_hatch()]
     solid = [p.get_height() for ax in fig.axes for p in ax.patches if not p.get_hatch() and p.get_height() > 0]
     assert sorted(hatched) == pytest.approx([0.1, 0.1], rel=0.05) and len(solid) == 2
@@ -256,8 +258,8 @@ def test_latency_pictures_draw_a_line_per_target_through_its_depths(tmp_path):
                     )
                 )
     m = frame(rows)
-    with plots._style():
-        fig = plots._latency(m)
+    with plot_bars._style():
+        fig = latency.latency(m)
         (ax,) = [a for a in fig.axes if a.get_visible()]
         assert ax.get_title() == "read · rand 4KiB" and ax.get_xscale() == "log" and ax.get_yscale() == "log"
         lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 3]
@@ -268,9 +270,9 @@ def test_latency_pictures_draw_a_line_per_target_through_its_depths(tmp_path):
         curves = percentile_curves(
             [_record(r, [1000 * (i % 100 + 1) * int(r["iodepth"]) for i in range(2000)]) for r in rows]
         )
-        fig = plots._latency_percentiles(curves)
+        fig = latency.latency_percentiles(curves)
         (ax,) = [a for a in fig.axes if a.get_visible()]
         assert [t.get_text() for t in ax.get_xticklabels()] == ["p50", "p90", "p99", "p99.9", "p99.99"]
         assert len(ax.get_lines()) == 6  # 2 targets x 3 depths
-        paths = plots.plot_campaign(m, summarize(m), tmp_path, curves=curves)
+        paths = draw.plot_campaign(m, summarize(m), tmp_path, curves=curves)
     assert {"latency.png", "latency_percentiles.png"} <= {p.name for p in paths}

@@ -54,7 +54,7 @@ if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; th
   exit 1
 fi
 stamp=.venv/.requirements.sha
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
+want=$(cat requirements.txt pyproject.toml | sha256sum | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   if ! "$py" -m venv .venv >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -67,8 +67,10 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   fi
   echo "setup: installing pinned Python packages into .venv/"
   .venv/bin/pip install -q --disable-pip-version-check -r requirements.txt
+  # fsbench itself, editable: .venv/bin/fsbench, and `import fsbench` without PYTHONPATH (pyproject.toml)
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
   echo "$want" > "$stamp"
 fi
 
 # The python engine's I/O loop (scripts/fsbench/engines/loops.c), built once here rather than by the first measurement.
-(cd scripts && ../.venv/bin/python -c 'from fsbench.engines import loops; loops.build(loops.BUILD)')
+.venv/bin/python -c 'from fsbench.engines import loops; loops.build(loops.BUILD)'

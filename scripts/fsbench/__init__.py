@@ -16,6 +16,8 @@ Layers, from the bottom up; a subpackage imports only from those below it (tests
     plots        plots/*.png and .svg
     report       summary.md, summary.html, compare.md
     history      the results store across campaigns, change points, the trend page
+    workflow     what the rules call besides the above: Slurm resources and groups, the hooks, the analysis
+                 digest; and, in snakemake_internals alone, every touch of Snakemake's internals
 
 The package's own modules (__main__: `python -m fsbench`) stand above all of them.
 """
@@ -32,4 +34,5 @@ LAYERS = [
     "plots",
     "report",
     "history",
+    "workflow",
 ]

@@ -1,9 +1,9 @@
-"""Command line: `python -m fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host;
-`python -m fsbench results CAMPAIGN.yaml` prints where its results go; `python -m fsbench compare OLD NEW`
-prints (and writes) the verdicts of NEW against OLD and what differs in their provenance; `part` is one host's
-share of an all-hosts cell (started by fsbench.measurement.all_hosts, not by people), `io500-part` one host's
-share of an IO500 phase (started by fsbench.io500.launch); `python -m fsbench history …` reads the results store
-(fsbench.history.cli)."""
+"""Command line, `fsbench` (.venv/bin/fsbench, installed by make setup; or `python -m fsbench`):
+`fsbench release CAMPAIGN.yaml` releases all a campaign holds on this host; `fsbench results CAMPAIGN.yaml` prints
+where its results go; `fsbench compare OLD NEW` prints (and writes) the verdicts of NEW against OLD and what differs
+in their provenance; `part` is one host's share of an all-hosts cell (started by fsbench.measurement.all_hosts, not
+by people), `io500-part` one host's share of an IO500 phase (started by fsbench.io500.launch); `fsbench history …`
+reads the results store (fsbench.history.cli)."""
 
 import argparse
 import json

@@ -12,14 +12,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t as student_t
 
+from fsbench.engines.metadata import METADATA_PHASES
 from fsbench.measurement.rows import TEST
 from fsbench.toolkit import flags
 from fsbench.toolkit.sizes import format_size
 
 # What makes two measurements the same test (besides op).
 KEYS = ["campaign", "host", "array", "target", "fs_type", "op", *TEST]
-# Raw and filesystem rows are compared within this cell (raw has its own target and fs_type).
-CELL = ["campaign", "host", "array", "op", *TEST]
+# Raw and filesystem rows are compared within these columns (raw has its own target and fs_type).
+BESIDE_RAW = ["campaign", "host", "array", "op", *TEST]
 STATS = ["n", "median", "mean", "stdev", "ci95_low", "ci95_high", "cv", "efficiency_vs_raw"]
 # flags: every flag any repetition of the cell carries, `;`-separated, "(k of m)" where not all carry it.
 # gmean: the geometric mean, the centre of the 95 % interval; ci95_note: why a cell has no interval (else empty).
@@ -28,7 +29,6 @@ PER_OPERATION = ["iops", "lat_mean_us", "lat_p50_us", "lat_p90_us", "lat_p99_us"
 # The metadata test's cells (workload metadata: op = phase, the figure = files per second).
 META_KEYS = ["campaign", "host", "array", "target", "fs_type", "workload", "op"]
 META_KEYS += ["files", "file_size", "dirs", "streams"]
-PHASES = ["create", "stat", "read", "delete"]
 SUMMARY_COLUMNS = [*KEYS, *STATS, "median_durable", "mean_durable", "flags", "gmean", "ci95_note", *PER_OPERATION]
 SUMMARY_COLUMNS += ["workload", "unit", "files", "file_size", "dirs", "method"]
 
@@ -194,7 +194,7 @@ def summarize_metadata(measurements: pd.DataFrame) -> pd.DataFrame:
     out = out.assign(efficiency_vs_raw=np.nan, unit="files/s")
     out = out.assign(**{c: np.nan for c in SUMMARY_COLUMNS if c not in out})
     # Phases in their order within each target (a stable sort keeps it), targets in the campaign's.
-    out = out.sort_values("op", key=lambda ops: ops.map({p: i for i, p in enumerate(PHASES)}), kind="stable")
+    out = out.sort_values("op", key=lambda ops: ops.map({p: i for i, p in enumerate(METADATA_PHASES)}), kind="stable")
     return sort_rows(out, ["campaign", "host", "array", "target", "streams"])[SUMMARY_COLUMNS]
 
 
@@ -203,8 +203,8 @@ def _summarize_io(measurements: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=SUMMARY_COLUMNS)
     out = _cell_stats(with_iodepth(measurements), KEYS, "mb_s", "mb_s_durable")
 
-    raw = out[out["target"] == "raw"].groupby(CELL, sort=False, dropna=False)["median"].first()
-    raw_median = out[CELL].join(raw.rename("_raw"), on=CELL)["_raw"]
+    raw = out[out["target"] == "raw"].groupby(BESIDE_RAW, sort=False, dropna=False)["median"].first()
+    raw_median = out[BESIDE_RAW].join(raw.rename("_raw"), on=BESIDE_RAW)["_raw"]
     with np.errstate(invalid="ignore", divide="ignore"):
         out["efficiency_vs_raw"] = (out["median"] / raw_median).replace([np.inf, -np.inf], np.nan)
 
@@ -240,8 +240,8 @@ def flag_above_raw(measurements: pd.DataFrame) -> pd.DataFrame:
         return out
     if "flags" not in out:
         out["flags"] = ""
-    raw_max = out[out["target"] == "raw"].groupby(CELL, sort=False, dropna=False)["mb_s"].max()
-    limit = out[CELL].join(raw_max.rename("_raw_max"), on=CELL)["_raw_max"]
+    raw_max = out[out["target"] == "raw"].groupby(BESIDE_RAW, sort=False, dropna=False)["mb_s"].max()
+    limit = out[BESIDE_RAW].join(raw_max.rename("_raw_max"), on=BESIDE_RAW)["_raw_max"]
     above = (out["target"] != "raw") & (out["mb_s"] > limit).fillna(False)
 
     out["flags"] = out["flags"].astype(object)

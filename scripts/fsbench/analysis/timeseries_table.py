@@ -10,17 +10,17 @@ import numpy as np
 import pandas as pd
 
 from fsbench.analysis.aggregate import record_paths
-from fsbench.measurement.rows import PLACE, TEST, rows_of
+from fsbench.measurement.rows import TEST, WHERE, rows_of
 from fsbench.toolkit.records import read_json
 
-CELL = [*PLACE, *TEST, "rep", "engine"]
-COLUMNS = [*CELL, "t_s", "interval_s", "bytes", "ops", "mb_s", "iops"]
+SERIES_KEY = [*WHERE, *TEST, "rep", "engine"]
+COLUMNS = [*SERIES_KEY, "t_s", "interval_s", "bytes", "ops", "mb_s", "iops"]
 
 
 def _rows(row: dict, ts: dict) -> list[dict]:
     if not ts:
         return []
-    cell = {k: row.get(k, "") for k in CELL}
+    cell = {k: row.get(k, "") for k in SERIES_KEY}
     found = []
     for t, length, b, o in zip(ts["t_s"], ts["interval_lengths_s"], ts["bytes"], ts["ops"], strict=True):
         ok = length > 0

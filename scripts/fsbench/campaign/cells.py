@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench.storage.filesystems import FILESYSTEMS
 from fsbench.toolkit.sizes import format_size, parse_size
 
 # Filesystems that span several devices themselves (no md in between).
-SPANNING = {"btrfs"}
 # Patterns that read and write in one run (io.rwmix_read of the operations read).
 MIXED = {"randrw", "rw"}
 
@@ -34,7 +34,8 @@ def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Pat
     return Path(scratch) / campaign / (array if host == LOCAL else f"{array}.{host}")
 
 
-def hosts(config: dict) -> list[str]:
+def measuring_hosts(config: dict) -> list[str]:
+    """The hosts a campaign's cells are measured on: its named `hosts`, or this one (local)."""
     return config["hosts"] or [LOCAL]
 
 
@@ -117,7 +118,7 @@ def targets(config: dict, array: str) -> list[str]:
     if spec["kind"] == "path":
         return ["path"]
     if spans_members(spec):
-        return [name for name, fs in config["filesystems"].items() if fs["type"] in SPANNING]
+        return [name for name, fs in config["filesystems"].items() if FILESYSTEMS[fs["type"]].spans_devices]
     return (["raw"] if config["raw"] else []) + list(config["filesystems"])
 
 
@@ -190,7 +191,7 @@ def cells(config: dict):
     then those that all hosts run at once (path arrays with all_hosts); then the metadata cells of every
     filesystem target and path array (not raw: a bare device has no files), this host's only."""
     io = config["io"]
-    where = [(h, a, t) for h in hosts(config) for a in config["arrays"] for t in targets(config, a)]
+    where = [(h, a, t) for h in measuring_hosts(config) for a in config["arrays"] for t in targets(config, a)]
     where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
     for host, array, target in where:
         for rep in range(1, repeat_plan(io)["min"] + 1):
@@ -215,7 +216,7 @@ def io500_places(config: dict) -> list[tuple[str, str, str]]:
         if spec["kind"] == "path":
             found.append((ALL_HOSTS if config["hosts"] else LOCAL, array, "path"))
         else:
-            found += [(h, array, t) for h in hosts(config) for t in targets(config, array) if t != "raw"]
+            found += [(h, array, t) for h in measuring_hosts(config) for t in targets(config, array) if t != "raw"]
     return found
 
 

@@ -21,6 +21,7 @@ import yaml
 from fsbench.campaign.cells import targets
 from fsbench.engines import table
 from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
+from fsbench.storage.filesystems import FILESYSTEMS
 from fsbench.toolkit.sizes import ALLOWED as SIZE_ALLOWED
 from fsbench.toolkit.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
 
@@ -31,9 +32,8 @@ MDTEST_HARD_BYTES = 3901
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schema.yaml"
 
 # Space a filesystem needs beyond its data (journal, metadata, reserved blocks),
-# as a fraction of the image, with a floor: xfs refuses images under 300 MiB.
+# as a fraction of the image, with a floor: the smallest device each mkfs accepts (Filesystem.min_image).
 FS_OVERHEAD = 0.10
-FS_MIN_IMAGE = {"xfs": 300 * 2**20, "btrfs": 128 * 2**20}
 # O_DIRECT needs block sizes (and buffers) aligned to the device's logical block; 4 KiB covers all.
 DIRECT_ALIGN = 4096
 
@@ -59,8 +59,12 @@ def _fail(key: str, value, allowed: str) -> ConfigError:
 
 @functools.cache
 def load_schema() -> dict:
-    """config/schema.yaml, read once (callers must not change it)."""
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    """config/schema.yaml, read once (callers must not change it), with the filesystem types of fsbench's table."""
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    names = list(FILESYSTEMS)
+    fs_type = schema["$defs"]["filesystem"]["properties"]["type"]
+    fs_type |= {"enum": names, "description": f"one of {', '.join(names)} (fsbench.storage.filesystems)"}
+    return schema
 
 
 def _with_defaults(validator_class):
@@ -336,7 +340,7 @@ def _check_io500(config: dict) -> None:
             raise _fail(f"arrays.{name}.size", format_size(array["size"]), allowed)
         for target in targets(config, name) if array["kind"] == "loop" and array["members"] == 1 else []:
             fs = config["filesystems"].get(target)
-            if fs and fs["type"] in ("ext2", "ext3", "ext4") and ext_inodes(fs["mkfs"], array["size"]) < files + 16:
+            if fs and FILESYSTEMS[fs["type"]].fixed_inodes and ext_inodes(fs["mkfs"], array["size"]) < files + 16:
                 allowed = f"options that give at least {files + 16} inodes for io500's files on arrays.{name}"
                 raise _fail(f"filesystems.{target}.mkfs", fs["mkfs"], allowed)
 
@@ -395,7 +399,7 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
         fs_types = [config["filesystems"][t]["type"] for t in targets(config, name) if t != "raw"]
         per_member = members if array["level"] is None and fs_types else 1
         need = int(written * (1 + FS_OVERHEAD)) if fs_types else written
-        need = max([-(-need // per_member)] + [FS_MIN_IMAGE.get(t, 0) for t in fs_types])
+        need = max([-(-need // per_member)] + [FILESYSTEMS[t].min_image for t in fs_types])
         if array["size"] < need:
             raise _fail(
                 f"{key}.size",
@@ -448,7 +452,7 @@ def _check_inodes(config: dict, name: str, array: dict) -> None:
         return  # an md array's size is not one image's; the step checks the real filesystem before it starts
     for target in targets(config, name):
         fs = config["filesystems"].get(target)
-        if fs and fs["type"] in ("ext2", "ext3", "ext4"):
+        if fs and FILESYSTEMS[fs["type"]].fixed_inodes:
             have = ext_inodes(fs["mkfs"], array["size"])
             if have < need:
                 raise _fail(

@@ -26,10 +26,10 @@ from fsbench.campaign.cells import (
     array_dir,
     cells,
     fingerprint,
-    hosts,
     io500_places,
     io_tests,
     is_metadata,
+    measuring_hosts,
     meta_tests,
     repeat_plan,
     targets,
@@ -118,7 +118,7 @@ class Plan:
         self.older_methods: dict[tuple, tuple] = {}
         self.io = campaign["io"]
         self.targets = all_targets(campaign)
-        self.hosts = hosts(campaign) + [ALL_HOSTS]
+        self.host_order = measuring_hosts(campaign) + [ALL_HOSTS]  # the host wildcard's values, in order
         self.repeats = repeat_plan(self.io)
         self.min_reps, self.max_reps = self.repeats["min"], self.repeats["max"]
         self.adaptive = isinstance(self.io["repeats"], dict)
@@ -319,7 +319,7 @@ class Plan:
     @functools.cached_property
     def _order(self) -> dict:
         return {
-            "host": {h: i for i, h in enumerate(self.hosts)},
+            "host": {h: i for i, h in enumerate(self.host_order)},
             "array": {a: i for i, a in enumerate(self.campaign["arrays"])},
             "target": {t: i for i, t in enumerate(self.targets)},
             "test": {t: i for i, t in enumerate(self.tests)},

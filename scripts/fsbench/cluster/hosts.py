@@ -3,7 +3,7 @@
 import socket
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, LOCAL, array_dir, hosts
+from fsbench.campaign.cells import ALL_HOSTS, LOCAL, array_dir, measuring_hosts
 from fsbench.storage.devices import DeviceError
 
 
@@ -21,7 +21,7 @@ def workdirs_here(config: dict) -> list[Path]:
     its share of all-hosts cells, and the file all hosts share (fsbench.measurement.all_hosts.shared_folder). Another
     node's folders are released on that node."""
     here = short_hostname()
-    names = [h for h in hosts(config) if h in (LOCAL, here)] + [part_host(here), ALL_HOSTS]
+    names = [h for h in measuring_hosts(config) if h in (LOCAL, here)] + [part_host(here), ALL_HOSTS]
     return [array_dir(config["scratch"], config["campaign"], a, h) for h in names for a in config["arrays"]]
 
 

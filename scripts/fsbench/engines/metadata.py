@@ -28,7 +28,7 @@ from fsbench.engines.loops import load as load_loops
 from fsbench.storage.devices import DeviceError
 from fsbench.toolkit.system import pin_to_cpu
 
-PHASES = ("create", "stat", "read", "delete")
+METADATA_PHASES = ("create", "stat", "read", "delete")
 # What a file costs a filesystem beyond its data, at most, for the space check: an inode, a directory entry.
 PER_FILE_OVERHEAD = 4096
 BLOCK = 4096
@@ -140,8 +140,8 @@ def _phase(job: MetaJob, phase: str, stream: int, ready=lambda: None) -> dict:
     streams wait at, so that none starts while another still sets up (mdtest's barrier). The files
     are moved by loops.c's file loop (fsbench.engines.loops.FileLoop): Python's own per-file cost held the
     stat phase to ~0.6 of mdtest's on 2 busy cores."""
-    if phase not in PHASES:
-        raise ValueError(f"unknown phase {phase!r}; allowed: {', '.join(PHASES)}")
+    if phase not in METADATA_PHASES:
+        raise ValueError(f"unknown phase {phase!r}; allowed: {', '.join(METADATA_PHASES)}")
     random = job.data == "random"
     files = FileLoop(
         phase,
@@ -238,7 +238,7 @@ def run(job: MetaJob, make_cold) -> dict:
     make_trees(job)
     try:
         out, cold = {}, {}
-        for phase in PHASES:
+        for phase in METADATA_PHASES:
             if phase in ("stat", "read"):
                 cold[phase] = make_cold()
             out[phase] = run_phase(job, phase)

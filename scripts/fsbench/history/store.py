@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from fsbench.campaign.config import password_refused, url_password
-from fsbench.measurement.rows import META_TEST, PLACE, TEST
+from fsbench.measurement.rows import META_TEST, TEST, WHERE
 
 from .key import plain
 
@@ -31,7 +31,7 @@ TIMEOUT = 10  # seconds a PostgreSQL server has to answer a connection (history_
 # Filesystems where SQLite's file locks are not to be trusted (statfs names, as /proc/self/mountinfo gives them).
 SHARED_FS = ("nfs", "nfs4", "lustre", "gpfs", "beegfs", "fuse")
 # What tells one stored row from another (its id is their hash: keep the order).
-IDENTITY = [*(c for c in PLACE if c != "fs_type"), *TEST, *META_TEST, "rep", "started_at", "engine"]
+IDENTITY = [*(c for c in WHERE if c != "fs_type"), *TEST, *META_TEST, "rep", "started_at", "engine"]
 SCHEMA_VERSION = 2  # 2: the run column
 
 meta = sa.MetaData()

@@ -5,12 +5,10 @@ import platform
 import socket
 from pathlib import Path
 
+from fsbench.storage.filesystems import FILESYSTEMS
 from fsbench.toolkit.system import kernel_setting, version
 
-TOOLS = {
-    "mkfs.ext4": ["mkfs.ext4", "-V"],
-    "mkfs.xfs": ["mkfs.xfs", "-V"],
-    "mkfs.btrfs": ["mkfs.btrfs", "--version"],
+TOOLS = {fs.version[0]: list(fs.version) for fs in FILESYSTEMS.values()} | {
     "fio": ["fio", "--version"],
     "dd": ["dd", "--version"],
     "losetup": ["losetup", "--version"],

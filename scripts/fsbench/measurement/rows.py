@@ -5,12 +5,12 @@ from fsbench.engines.verify import COLUMNS as VERIFY_COLUMNS
 from fsbench.toolkit.latency import COLUMNS as LATENCY_COLUMNS
 
 # Where a measurement was made; what makes two measurements the same test (besides op); the metadata test's own.
-PLACE = ["campaign", "host", "array", "target", "fs_type", "workload", "op"]
+WHERE = ["campaign", "host", "array", "target", "fs_type", "workload", "op"]
 TEST = ["pattern", "block_size", "direct", "streams", "iodepth", "shared_file"]
 META_TEST = ["files", "file_size", "dirs"]
 # The columns of measurements.csv and baselines.csv, in order (docs/contract.md).
 COLUMNS = [
-    *PLACE,
+    *WHERE,
     *TEST,
     *META_TEST,
     "rep",

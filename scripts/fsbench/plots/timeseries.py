@@ -1,27 +1,27 @@
 """plots/timeseries.png: throughput over time from timeseries.csv (fsbench.analysis.timeseries_table), a panel
 per array, test and op."""
 
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")  # files only, also on a headless host
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
 
-from fsbench.analysis.stats import label_of_test, sort_rows, varying  # noqa: E402
-from fsbench.toolkit import flags  # noqa: E402
+from fsbench.analysis.stats import label_of_test, sort_rows, varying
+from fsbench.measurement.rows import TEST
+from fsbench.toolkit import flags
 
-DPI = 110
+# One measurement, in the time series and in measurements.csv.
+MEASUREMENT = ("host", "array", "target", "op", *TEST, "rep")
 
 
 def _flagged(measurements: pd.DataFrame | None) -> set:
     """(host, array, target, op, test columns, rep) of measurements flagged drop or not-steady."""
     if measurements is None or measurements.empty:
         return set()
-    keys = ["host", "array", "target", "op", "pattern", "block_size", "direct", "streams", "iodepth", "rep"]
+    keys = list(MEASUREMENT)
     hit = measurements[measurements["flags"].map(lambda f: bool({flags.DROP, flags.NOT_STEADY} & set(flags.parse(f))))]
     return {tuple(str(v) for v in r) for r in hit[keys].itertuples(index=False)}
 
@@ -53,7 +53,7 @@ def timeseries_figure(table: pd.DataFrame, measurements: pd.DataFrame | None = N
     targets = list(dict.fromkeys(sort_rows(table, ["target", "host"])["line"]))
     colours = dict(zip(targets, sns.color_palette("colorblind", len(targets)), strict=False))
     flagged = _flagged(measurements)
-    keys = ("host", "array", "target", "op", "pattern", "block_size", "direct", "streams", "iodepth", "rep")
+    keys = MEASUREMENT
     with plt.rc_context({**sns.axes_style("whitegrid"), "svg.fonttype": "none"}):
         fig, axes = plt.subplots(len(rows), len(ops), figsize=(6.0 * len(ops), 2.5 * len(rows) + 0.8), squeeze=False)
         for i, (array, test) in enumerate(rows):
@@ -88,18 +88,10 @@ def timeseries_figure(table: pd.DataFrame, measurements: pd.DataFrame | None = N
     return fig
 
 
-def plot_timeseries(table: pd.DataFrame, outdir, measurements: pd.DataFrame | None = None) -> list[Path]:
-    """plots/timeseries.png and .svg; a figure that says so where no measurement has a series (dd)."""
-    outdir = Path(outdir)
-    outdir.mkdir(parents=True, exist_ok=True)
+def timeseries_plot(table: pd.DataFrame, measurements: pd.DataFrame | None = None):
+    """plots/timeseries: the figure, or one that says so where no measurement has a series (dd)."""
     fig = timeseries_figure(table, measurements)
     if fig is None:
         fig = plt.figure(figsize=(6, 1.5))
         fig.text(0.5, 0.5, "No time series: the engine (dd) reports none", ha="center", va="center")
-    paths = []
-    for ext in ("png", "svg"):
-        path = outdir / f"timeseries.{ext}"
-        fig.savefig(path, dpi=DPI, bbox_inches="tight")
-        paths.append(path)
-    plt.close(fig)
-    return paths
+    return fig

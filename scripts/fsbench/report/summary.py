@@ -15,7 +15,6 @@ from fsbench.analysis.names import (
     several,
 )
 from fsbench.analysis.stats import (
-    PHASES,
     TEST,
     TOO_FEW,
     is_metadata,
@@ -26,6 +25,7 @@ from fsbench.analysis.stats import (
     varying_words,
 )
 from fsbench.analysis.validity import NOT_COMPARABLE, cell_reasons
+from fsbench.engines.metadata import METADATA_PHASES
 from fsbench.report.document import (
     Heading,
     Para,
@@ -277,7 +277,9 @@ def metadata_blocks(summary: pd.DataFrame) -> list:
     ]
     for name, part in places(summary):
         streams = sorted(part["streams"].unique())
-        columns = [(p, s) for s in streams for p in PHASES if ((part["op"] == p) & (part["streams"] == s)).any()]
+        columns = [
+            (p, s) for s in streams for p in METADATA_PHASES if ((part["op"] == p) & (part["streams"] == s)).any()
+        ]
         label = {(p, s): p + (f" {s} streams" if len(streams) > 1 else "") for p, s in columns}
         by_target: dict[str, dict] = {}
         for _, r in part.iterrows():

@@ -15,19 +15,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from fsbench.storage.filesystems import EXTENDED, FILESYSTEMS
 from fsbench.storage.md import mdadm_stop_argv
 from fsbench.toolkit.records import Record, read_json, write_json
 from fsbench.toolkit.system import Failure, ToolError, output, run
-
-# mkfs without lazy initialisation, so no kernel thread writes in the background while we measure,
-# and with the force flag each tool needs to overwrite an earlier filesystem on the same image.
-MKFS = {
-    "ext2": ["mkfs.ext2", "-F", "-q", "-E", "lazy_itable_init=0"],
-    "ext3": ["mkfs.ext3", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
-    "ext4": ["mkfs.ext4", "-F", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0"],
-    "xfs": ["mkfs.xfs", "-f", "-q"],
-    "btrfs": ["mkfs.btrfs", "-f", "-q"],
-}
 
 
 class DeviceError(Failure):
@@ -157,16 +148,18 @@ def probe(dev: str) -> dict:
 
 
 def mkfs_argv(fs_type: str, options: list[str], devices: list[str], discard: bool = True) -> list[str]:
-    """The mkfs command. Without `discard` the tool leaves the device's blocks alone, as a loop member's
-    preallocated image needs (attach_loop_images); on a real device its discard (TRIM) stays, as a user's mkfs
-    does it. mke2fs keeps only its last -E, so nodiscard and the campaign's own -E (`-E x=1` or `-Ex=1`) join
-    fsbench's -E, the campaign's last: where both set an option, the campaign's wins."""
-    argv = list(MKFS[fs_type])
-    if "-E" not in argv:
-        return [*argv, *([] if discard else ["-K"]), *options, *devices]  # xfs, btrfs: -K, do not discard
+    """The mkfs command (fsbench.storage.filesystems' row, the campaign's options, the devices). Without `discard`
+    the tool leaves the device's blocks alone, as a loop member's preallocated image needs (attach_loop_images); on
+    a real device its discard (TRIM) stays, as a user's mkfs does it. mke2fs keeps only its last -E, so the row's
+    nodiscard and the campaign's own -E (`-E x=1` or `-Ex=1`) join fsbench's -E, the campaign's last: where both set
+    an option, the campaign's wins."""
+    fs = FILESYSTEMS[fs_type]
+    argv, options = list(fs.mkfs), [*([] if discard else fs.no_discard), *options]
+    if EXTENDED not in argv:
+        return [*argv, *options, *devices]
     options, extended = _extended_options(options)
-    at = argv.index("-E") + 1
-    argv[at] = ",".join([argv[at], *([] if discard else ["nodiscard"]), *extended])
+    at = argv.index(EXTENDED) + 1
+    argv[at] = ",".join([argv[at], *extended])
     return [*argv, *options, *devices]
 
 
@@ -223,13 +216,7 @@ def ensure_filesystem(
 
 def fs_readback(fs_type: str, dev: str) -> str:
     """The filesystem's own account of how it was made, for provenance."""
-    if fs_type.startswith("ext"):
-        argv = ["dumpe2fs", "-h", dev]
-    elif fs_type == "xfs":
-        argv = ["xfs_db", "-r", "-c", "info", dev]
-    else:
-        argv = ["btrfs", "inspect-internal", "dump-super", dev]
-    proc = run(argv, check=False)
+    proc = run([*FILESYSTEMS[fs_type].readback, dev], check=False)
     return proc.stdout.strip() or proc.stderr.strip()
 
 
@@ -242,9 +229,10 @@ def ensure_mounted(device: str, mountpoint, fs_type: str, options: list[str], uu
         unmount(mountpoint)
         current = None
     if current is None:
-        if fs_type == "btrfs":  # a filesystem over several devices: the kernel must know them all
-            run(["btrfs", "device", "scan"], check=False)
-        argv = ["mount", "-t", fs_type]
+        fs = FILESYSTEMS[fs_type]
+        if fs.before_mount:  # e.g. btrfs over several devices: the kernel must know them all
+            run(list(fs.before_mount), check=False)
+        argv, options = ["mount", "-t", fs_type], [*fs.mount, *options]
         if options:
             argv += ["-o", ",".join(options)]
         run([*argv, device, str(mountpoint)])
