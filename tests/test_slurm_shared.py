@@ -23,6 +23,8 @@ HERE, OTHER = socket.gethostname(), "fsbench-n2"
 # What findmnt says of each filesystem's mount: its type and source (slurm_local's GlusterFS volume is served on
 # the veth; ceph-fuse names itself)
 MOUNT = {"glusterfs": ("fuse.glusterfs", "10.231.0.1:/fsbench"), "ceph": ("fuse.ceph-fuse", "ceph-fuse")}
+# On CephFS the path array stripes its files: 64 KiB units over 2 objects of 1 MiB (an 8 MiB file in 8 objects)
+LAYOUT = {"stripe_unit": 64 * 2**10, "stripe_count": 2, "object_size": 2**20}
 IO500 = IO500_SMALL | {"stonewall-time": 30}  # far beyond them: every write phase writes all it may
 PHASES = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
 PHASES += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
@@ -81,6 +83,8 @@ def campaign(request, tmp_path_factory):
                 "io": {"size": "8MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise"},
                 "io500": IO500,
             }
+            if fs == "ceph":
+                config["arrays"]["g"]["layout"] = LAYOUT
             run_campaign(workdir, config, *SLURM_PROFILE, env=env)
             volume = list(shared.iterdir())
             if fs == "ceph":
@@ -120,6 +124,11 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
             whose = host if op == "write" else other
             assert stream["path"].startswith(f"{shared_path(workdir)}/fsbench-shared-g.all-{whose}/")
             assert stream["bytes"] == SIZE
+            (info,) = part["setup"]["info"]
+            if fs == "ceph":  # the layout as CephFS read it back from the host's data folder, before the write
+                assert info["layout"] == LAYOUT | {"pool": "cephfs_data"}
+            else:
+                assert "layout" not in info
             if op == "read":
                 assert [r["written_by"] for r in part["read_from"]] == [f"{other} stream 0"]
             array = json.loads((workdir / "runs" / host / "g" / "array.json").read_text())
