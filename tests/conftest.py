@@ -30,7 +30,7 @@ SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
 # What some tests need from the machine. A test without it skips, saying why; a capability named in
 # FSBENCH_REQUIRE (comma-separated, or `all`) fails it instead, so CI on a machine that has it cannot pass without.
 # filesystems: every filesystem of fsbench.storage.filesystems (its mkfs here, its kernel support)
-CAPABILITIES = ("root", "slurm", "postgres", "chromium", "throttle", "io_uring", "filesystems")
+CAPABILITIES = ("root", "slurm", "ceph", "postgres", "chromium", "throttle", "io_uring", "filesystems")
 
 
 def required() -> set[str]:
@@ -323,24 +323,25 @@ def slurm_lock():
 
 
 @contextmanager
-def slurm_cluster(base: Path, nodes: int = 1, shared: Path | None = None):
+def slurm_cluster(base: Path, nodes: int = 1, shared: Path | None = None, fs: str = "glusterfs"):
     """A real Slurm of `nodes` nodes (tools/slurm_local.py), or `missing` saying why there is none; with `shared`,
-    also a GlusterFS volume every node mounts there through a client of its own. Afterwards every daemon, mount
-    and namespace it started is stopped, and the daemons' processes are gone."""
+    also a shared filesystem (`fs`: a GlusterFS volume, or CephFS) every node mounts there through a client of its
+    own. Afterwards every daemon, mount and namespace it started is stopped, and the daemons' processes are gone."""
     sys.path.insert(0, str(REPO / "tools"))
     import slurm_local
 
     with slurm_lock():
         try:
             wait_for_other_slurm(base)
-            env = slurm_local.start(base, nodes, shared)
+            env = slurm_local.start(base, nodes, shared, fs)
         except slurm_local.Unavailable as e:
-            missing("slurm", f"no {nodes}-node Slurm{' with a shared filesystem' if shared else ''} here: {e}")
+            what = f" with a shared {fs}" if shared else ""
+            missing("ceph" if shared and fs == "ceph" else "slurm", f"no {nodes}-node Slurm{what} here: {e}")
         try:
             yield env
         finally:
             stopped = slurm_local.stop(base)
-        check_stopped(stopped, nodes, shared is not None)
+        check_stopped(stopped, nodes, fs if shared else None)
 
 
 def wait_for_other_slurm(base: Path, wait_s: float = 1200) -> None:
@@ -361,16 +362,17 @@ def wait_for_other_slurm(base: Path, wait_s: float = 1200) -> None:
         time.sleep(5)
 
 
-def check_stopped(stopped: list[str], nodes: int, shared: bool = False) -> None:
+def check_stopped(stopped: list[str], nodes: int, shared: str | None = None) -> None:
     """slurm_local.stop's answer: every daemon, mount and namespace it started is stopped, and the daemons are
-    gone (with a shared filesystem also a client per node, the brick, glusterd and a mount namespace per extra
-    node)."""
+    gone (with a shared filesystem also a client per node, its servers and a mount namespace per extra node: for
+    GlusterFS the brick and glusterd, for CephFS the mon, mgr, OSDs and MDS)."""
+    import cephfs_local
     import slurm_local
 
     namespaces = [f"netns {node}" for node in slurm_local.extra_nodes(nodes)]
     expected = nodes + 2 + len(namespaces)
     if shared:
-        expected += nodes + 2 + len(namespaces)
+        expected += nodes + (3 + cephfs_local.OSDS if shared == "ceph" else 2) + len(namespaces)
     assert len(stopped) == expected and set(namespaces) <= set(stopped), stopped
     for line in stopped:
         if "(" in line:

@@ -1,13 +1,15 @@
-"""Two Slurm nodes sharing one real filesystem: a GlusterFS volume (tools/slurm_local.py) that this host and node 2
-each mount at the same path through a FUSE client of their own (node 2's in its own network and mount
-namespaces). One campaign on it from both hosts at once: an all-hosts cell of a path array, and IO500's phases with
-2 hosts x 2 processes, each host reading what the other wrote; afterwards nothing of it is left mounted or running."""
+"""Two Slurm nodes sharing one real filesystem (tools/slurm_local.py), a GlusterFS volume and then a CephFS (mon, mgr,
+2 OSDs, MDS: tools/cephfs_local.py), that this host and node 2 each mount at the same path through a FUSE client of
+their own (node 2's in its own network and mount namespaces). One campaign on each from both hosts at once: an
+all-hosts cell of a path array, and IO500's phases with 2 hosts x 2 processes, each host reading what the other
+wrote; afterwards nothing of it is left mounted or running. `-k ceph` runs only CephFS's."""
 
 import json
 import math
 import os
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -15,12 +17,16 @@ import pytest
 
 from fsbench.io500.phases import read_shift
 
-from conftest import IO500_SMALL, SLURM_PROFILE, needs_root, private_scratch, run_campaign, slurm_cluster
+from conftest import IO500_SMALL, REPO, SLURM_PROFILE, needs_root, private_scratch, run_campaign, slurm_cluster
 
 pytestmark = [needs_root, pytest.mark.e2e]
 SIZE = 8 * 2**20
 HERE, OTHER = socket.gethostname(), "fsbench-n2"
-SOURCE = "10.231.0.1:/fsbench"  # slurm_local's volume, served on the veth
+# What findmnt says of each filesystem's mount: its type and source (slurm_local's GlusterFS volume is served on
+# the veth; ceph-fuse names itself)
+MOUNT = {"glusterfs": ("fuse.glusterfs", "10.231.0.1:/fsbench"), "ceph": ("fuse.ceph-fuse", "ceph-fuse")}
+# On CephFS the path array stripes its files: 64 KiB units over 2 objects of 1 MiB (an 8 MiB file in 8 objects)
+LAYOUT = {"stripe_unit": 64 * 2**10, "stripe_count": 2, "object_size": 2**20}
 IO500 = IO500_SMALL | {"stonewall-time": 30}  # far beyond them: every write phase writes all it may
 # io500's standard run order (src/phase-definitions.h), written out here
 PHASES = ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write", "mdtest-hard-write", "find"]
@@ -28,27 +34,38 @@ PHASES += ["ior-easy-read", "mdtest-easy-stat", "ior-hard-read", "mdtest-hard-st
 PHASES += ["mdtest-hard-read", "mdtest-hard-delete", "ior-rnd4K-easy-read"]
 
 
-def gluster_processes(base: Path) -> list[str]:
-    """Every process whose command line names this cluster's folder (glusterd, brick, clients)."""
+def cluster_processes(base: Path) -> list[str]:
+    """Every process whose command line names this cluster's folder (its servers and clients, Slurm's daemons)."""
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             argv = cmdline.read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if str(base) in argv and "gluster" in argv:
+        if str(base) in argv:
             found.append(argv.replace("\0", " "))
     return found
 
 
-@pytest.fixture(scope="session")
-def campaign(tmp_path_factory):
-    """(workdir, measurements, what each host's job saw of the mount, what was left afterwards)."""
-    base = tmp_path_factory.mktemp("slurm-shared")
-    workdir = tmp_path_factory.mktemp("shared")
+def stored(base: Path, fs: str, marker: Path) -> bytes | None:
+    """What the servers hold of `marker`, read past every client: the GlusterFS brick's copy, or for CephFS its one
+    RADOS object in the data pool (`rados get`: its name is the file's inode number in hex, then its index)."""
+    if fs == "glusterfs":
+        return (base / "gluster/brick" / marker.name).read_bytes()
+    out, rados = base / "marker.object", ["rados", "-c", str(base / "ceph/ceph.conf"), "-p", "cephfs_data"]
+    subprocess.run([*rados, "get", f"{marker.stat().st_ino:x}.00000000", str(out)], capture_output=True, check=True)
+    return out.read_bytes()
+
+
+@pytest.fixture(scope="session", params=["glusterfs", "ceph"])
+def campaign(request, tmp_path_factory):
+    """(workdir, measurements, what each host's job saw of the mount, what was left afterwards, the filesystem)."""
+    fs = request.param
+    base = tmp_path_factory.mktemp(f"slurm-{fs}")
+    workdir = tmp_path_factory.mktemp(fs)
     with private_scratch() as scratch:
         shared = scratch / "volume"  # beside the campaign's own folder (scratch/shared), not holding it
-        with slurm_cluster(base, 2, shared=shared) as env:
+        with slurm_cluster(base, 2, shared=shared, fs=fs) as env:
             # What a job on each node sees at the path: its own client's mount of the volume.
             seen = {}
             for node in (HERE, OTHER):
@@ -56,10 +73,10 @@ def campaign(tmp_path_factory):
                 seen[node] = subprocess.run(
                     argv, capture_output=True, text=True, env=os.environ | env, timeout=60
                 ).stdout.split()
-            # A file node 2's job writes lands in the brick, and this host reads it through its own client.
+            # A file node 2's job writes lands on the servers, and this host reads it through its own client.
             argv = ["srun", "-w", OTHER, "dd", "if=/dev/urandom", f"of={shared}/marker", "bs=4096", "count=1"]
             subprocess.run(argv, capture_output=True, env=os.environ | env, timeout=60, check=True)
-            seen["brick"] = (base / "gluster/brick/marker").read_bytes() == (shared / "marker").read_bytes()
+            seen["stored"] = stored(base, fs, shared / "marker") == (shared / "marker").read_bytes()
             (shared / "marker").unlink()
             config = {
                 "campaign": "shared",
@@ -69,22 +86,30 @@ def campaign(tmp_path_factory):
                 "io": {"size": "8MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise", "verify": True},
                 "io500": IO500,
             }
+            if fs == "ceph":
+                config["arrays"]["g"]["layout"] = LAYOUT
             run_campaign(workdir, config, *SLURM_PROFILE, env=env)
-            brick = list((base / "gluster" / "brick").iterdir())
-        mounts = subprocess.run(["findmnt", "-n", "-t", "fuse.glusterfs"], capture_output=True, text=True).stdout
+            volume = list(shared.iterdir())
+            if fs == "ceph":
+                sys.path.insert(0, str(REPO / "tools"))
+                import cephfs_local
+
+                seen["memory"] = cephfs_local.memory(base)
+        mounts = subprocess.run(["findmnt", "-n", "-t", MOUNT[fs][0]], capture_output=True, text=True).stdout
         left = {
-            "processes": gluster_processes(base),
+            "processes": cluster_processes(base),
             "mounts": mounts.strip(),
             "namespaces": subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.strip(),
             "veth": subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout.count("fsbv"),
-            "brick": [p.name for p in brick if not p.name.startswith(".")],
+            "volume": [p.name for p in volume if not p.name.startswith(".")],
         }
-    return workdir / "results/shared", pd.read_csv(workdir / "results/shared/measurements.csv"), seen, left
+    return workdir / "results/shared", pd.read_csv(workdir / "results/shared/measurements.csv"), seen, left, fs
 
 
 def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
-    workdir, df, seen, _ = campaign
-    assert seen == {HERE: ["fuse.glusterfs", SOURCE], OTHER: ["fuse.glusterfs", SOURCE], "brick": True}
+    workdir, df, seen, _, fs = campaign
+    mount = list(MOUNT[fs])
+    assert {k: seen[k] for k in (HERE, OTHER, "stored")} == {HERE: mount, OTHER: mount, "stored": True}
     assert {f"{HERE}@all", f"{OTHER}@all", "all"} <= set(df.host)
     for op in ("write", "read"):
         whole = df[(df.host == "all") & (df.op == op)].iloc[0]
@@ -103,6 +128,11 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
             whose = host if op == "write" else other
             assert stream["path"].startswith(f"{shared_path(workdir)}/fsbench-shared-g.all-{whose}/")
             assert stream["bytes"] == SIZE
+            (info,) = part["setup"]["info"]
+            if fs == "ceph":  # the layout as CephFS read it back from the host's data folder, before the write
+                assert info["layout"] == LAYOUT | {"pool": "cephfs_data"}
+            else:
+                assert "layout" not in info
             if op == "read":
                 assert [r["written_by"] for r in part["read_from"]] == [f"{other} stream 0"]
                 # io.verify: every block checked against what the other host's write record says it stamped (each
@@ -114,9 +144,8 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
                 assert "corrupt" not in part["row"]["flags"]
             array = json.loads((workdir / "runs" / host / "g" / "array.json").read_text())
             assert array["machine"]["host"] == host
-            assert array["state"]["info"] == [
-                {"fs_type": "fuse.glusterfs", "path": shared_path(workdir), "source": SOURCE}
-            ]
+            assert array["state"]["info"] == [{"fs_type": mount[0], "path": shared_path(workdir), "source": mount[1]}]
+        assert set(df[df.host.str.endswith("@all")].fs_type) == {mount[0]}
 
 
 def shared_path(results: Path) -> str:
@@ -157,5 +186,17 @@ def test_every_io500_phase_has_both_hosts_and_reads_came_from_the_other(campaign
 
 
 def test_nothing_is_left_mounted_or_running(campaign):
-    *_, left = campaign
-    assert left == {"processes": [], "mounts": "", "namespaces": "", "veth": 0, "brick": []}
+    *_, left, _ = campaign
+    assert left == {"processes": [], "mounts": "", "namespaces": "", "veth": 0, "volume": []}
+
+
+def test_the_servers_fit_in_memory(campaign):
+    """Every Ceph daemon and client after the campaign, each within its share of a small test machine: BlueStore's
+    memory target is held at its floor (cephfs_local.OSD_MEMORY), the rest never near it."""
+    _, _, seen, _, fs = campaign
+    if fs != "ceph":
+        pytest.skip("measured for CephFS only (GlusterFS runs two small daemons)")
+    rss = seen["memory"]
+    assert sorted(rss) == ["client.fsbench-n2", "client.host", "mds.a", "mgr.x", "mon.a", "osd.0", "osd.1"], rss
+    print({name: f"{b / 2**20:.0f} MiB" for name, b in rss.items()})
+    assert all(b < 1024 * 2**20 for b in rss.values()), rss

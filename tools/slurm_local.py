@@ -1,7 +1,7 @@
 """A real Slurm on this machine, for trying profiles/slurm and for the tests.
 
-    python tools/slurm_local.py start DIR [NODES [SHARED]]  # install what is missing (apt), start munged,
-                                                            # slurmctld, slurmd (and GlusterFS on SHARED)
+    python tools/slurm_local.py start DIR [NODES [SHARED [FS]]]  # install what is missing (apt), start munged,
+                                          # slurmctld, slurmd (and GlusterFS on SHARED, or CephFS with FS=ceph)
     python tools/slurm_local.py stop DIR    # stop exactly what start started (pid files, mounts, namespaces)
 
 Clients then need SLURM_CONF=DIR/slurm.conf in their environment. No systemd, no cgroups, no
@@ -18,7 +18,8 @@ brick under DIR/gluster) served by a glusterd of this cluster's own at 10.231.0.
 node through a FUSE client of its own: this host's in its namespaces, each extra node's inside its network
 namespace and a mount namespace of its own (its slurmd and so its jobs live there), so that no node reads
 through another's client cache, and with the client's own caches off (UNCACHED). stop unmounts every client and
-stops the brick and glusterd.
+stops the brick and glusterd. FS=ceph serves a CephFS there instead (tools/cephfs_local.py: mon, mgr, 2 OSDs, MDS,
+a ceph-fuse client per node), mounted and stopped the same way.
 """
 
 import contextlib
@@ -33,6 +34,7 @@ import time
 from pathlib import Path
 
 import apt_install
+import cephfs_local
 from apt_install import Unavailable, which
 
 PACKAGES = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", "munged": "munge"}
@@ -324,12 +326,17 @@ def stop_shared(base: Path) -> list[str]:
     return stopped
 
 
-def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
-    """Start the daemons (n nodes; a GlusterFS volume all mount at `shared`, if given); returns the environment
-    clients need."""
+FILESYSTEMS = ("glusterfs", "ceph")  # what start() may serve at `shared`
+
+
+def start(base: Path, n: int = 1, shared: Path | None = None, fs: str = "glusterfs") -> dict:
+    """Start the daemons (n nodes; a shared filesystem all mount at `shared`, if given: a GlusterFS volume, or with
+    fs="ceph" a CephFS, tools/cephfs_local.py); returns the environment clients need."""
     base = base.resolve()
     if shared is not None and n < 2:
         raise ValueError("a shared filesystem needs 2 or more nodes (its server listens on their veths)")
+    if fs not in FILESYSTEMS:
+        raise ValueError(f"fs={fs!r}: a shared filesystem is one of {', '.join(FILESYSTEMS)}")
     check_system_conf(base / "slurm.conf")  # before anything is installed or started
     # Another cluster's nodes (one started without the lock, or mid-start): deleting what we failed to make
     # would delete theirs, so refuse before making any.
@@ -396,7 +403,11 @@ def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
             raise Unavailable(f"{' '.join(argv)} failed: {proc.stderr.strip()[-500:]} (see {base}/log)")
     if shared is not None:
         try:
-            start_shared(base, Path(shared).resolve(), n)
+            if fs == "ceph":
+                nodes = [None, *extra_nodes(n)]
+                cephfs_local.start(base, Path(shared).resolve(), nodes, f"{NET}.1", lambda node: _in_node(base, node))
+            else:
+                start_shared(base, Path(shared).resolve(), n)
         except (Unavailable, OSError) as e:
             stop(base)
             raise Unavailable(f"the shared filesystem did not start: {e}") from e
@@ -414,7 +425,7 @@ def start(base: Path, n: int = 1, shared: Path | None = None) -> dict:
 
 def stop(base: Path) -> list[str]:
     """Stop the daemons start() started, by their pid files; returns what was stopped."""
-    stopped = stop_shared(base)
+    stopped = cephfs_local.stop(base, lambda node: _in_node(base, node), _end) + stop_shared(base)
     pid_files = sorted(base.glob("slurmd-*.pid")) + [base / "slurmctld.pid", base / "munged.pid"]
     for pid_file in pid_files:
         daemon = pid_file.stem
@@ -440,11 +451,12 @@ def stop(base: Path) -> list[str]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (3, 4, 5) or sys.argv[1] not in ("start", "stop"):
+    if len(sys.argv) not in (3, 4, 5, 6) or sys.argv[1] not in ("start", "stop"):
         sys.exit(__doc__)
     where = Path(sys.argv[2])
     if sys.argv[1] == "start":
         nodes, shared = int(sys.argv[3]) if len(sys.argv) > 3 else 1, Path(sys.argv[4]) if len(sys.argv) > 4 else None
-        print(f"export SLURM_CONF={start(where, nodes, shared)['SLURM_CONF']}")
+        fs = sys.argv[5] if len(sys.argv) > 5 else "glusterfs"
+        print(f"export SLURM_CONF={start(where, nodes, shared, fs)['SLURM_CONF']}")
     else:
         print("\n".join(stop(where)) or "nothing to stop")

@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 import stat
+import subprocess
 import urllib.parse
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import yaml
 from fsbench.campaign.cells import targets
 from fsbench.engines import table
 from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
+from fsbench.storage import layout as striping
 from fsbench.storage.filesystems import FILESYSTEMS
 from fsbench.toolkit.sizes import ALLOWED as SIZE_ALLOWED
 from fsbench.toolkit.sizes import DURATION_ALLOWED, format_size, parse_duration, parse_size
@@ -346,11 +348,23 @@ def _check_io500(config: dict) -> None:
 
 
 REQUIRED = "required"  # in the schema's x-kinds: a key the campaign must give
+OPTIONAL = "optional"  # in the schema's x-kinds: a key without a default, absent unless given (so in no cell's params)
 
 
 def kind_keys(kind: str) -> dict:
     """The keys of an array of `kind` and their defaults, as the schema's x-kinds lists them."""
     return load_schema()["$defs"]["array"]["x-kinds"][kind]
+
+
+def _check_layout(array: dict, key: str) -> None:
+    """A path array's striping: sizes in bytes, and only what the filesystem it lies on can take."""
+    layout = array["layout"]
+    for k in ("stripe_unit", "object_size"):
+        if k in layout:
+            layout[k] = _size(layout[k], f"{key}.layout.{k}")
+    fs_type = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "-T", array["path"]], capture_output=True, text=True)
+    if why := striping.problem(layout, fs_type.stdout.strip()):
+        raise _fail(f"{key}.layout", layout, why)
 
 
 MD_MIN_MEMBERS = {0: 2, 1: 2, 4: 3, 5: 3, 6: 4, 10: 2}
@@ -368,7 +382,8 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
             if default == REQUIRED:
                 allowed = load_schema()["$defs"]["array"]["properties"][k]["description"]
                 raise ConfigError(f"config key '{key}' lacks '{k}', which kind {kind} requires; allowed: {allowed}")
-            array[k] = copy.deepcopy(default)
+            if default != OPTIONAL:
+                array[k] = copy.deepcopy(default)
     for k in ("size", "chunk"):
         if k in array:
             array[k] = _size(array[k], f"{key}.{k}")
@@ -391,6 +406,8 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
             raise _fail(where, dev, "a device also listed in allow_destroy (fsbench overwrites only those)")
     if kind == "path" and not os.path.isdir(array["path"]):
         raise _fail(f"{key}.path", array["path"], "an existing directory")
+    if kind == "path" and "layout" in array:
+        _check_layout(array, key)
     if array.get("all_hosts") and not config["hosts"]:
         raise _fail(f"{key}.all_hosts", True, "true only with hosts: [...], the nodes that write and read at once")
     if kind == "loop":

@@ -26,6 +26,7 @@ from fsbench.measurement.judgement import series_of
 from fsbench.measurement.measure import measure_read, measure_write
 from fsbench.measurement.record import measurement_record
 from fsbench.storage import arrays, devices
+from fsbench.storage import layout as striping
 from fsbench.toolkit import flags, timeseries
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.system import ToolError, run
@@ -58,6 +59,8 @@ def _share(cell: CellSpec, hosts: list[str], op: str, scratch: str) -> dict:
         workdir.mkdir(parents=True, exist_ok=True)
         write_json(workdir / "path.json", {"data": str(data)})
         data.mkdir(exist_ok=True)
+        if layout := cell.array_spec.get("layout"):  # as each host's own data folder has it (arrays.data_folder)
+            striping.apply(str(data), layout, arrays.attach(cell.array_spec, workdir).fs_type, f"arrays.{cell.array}")
     return replace(cell, shared_dir=str(data), hosts=tuple(hosts), slots=len(hosts) * cell.streams)
 
 
@@ -66,7 +69,8 @@ def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str
     host = short_hostname()
     workdir = part_workdir(scratch, cell.campaign, cell.array, host)
     workdir.mkdir(parents=True, exist_ok=True)
-    state = arrays.data_folder(arrays.attach(cell.array_spec, workdir, cell.array), workdir)
+    state = arrays.attach(cell.array_spec, workdir, cell.array)
+    state = arrays.data_folder(state, workdir, cell.array_spec.get("layout"), f"arrays.{cell.array}")
     if cell.shared_by_hosts:
         state = replace(state, path=cell.shared_dir)
         cell = replace(cell, slot_base=cell.hosts.index(host) * cell.streams)

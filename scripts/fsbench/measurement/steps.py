@@ -196,7 +196,7 @@ def target_for_write(cell: CellSpec, record: dict, workdir) -> Target:
         return Target.from_record(record["array"] | {"filesystem": record["filesystem"], "mount": record["mount"]})
     state = bring_up(cell, record, workdir)
     if cell.target == "path":
-        state = arrays.data_folder(state, workdir)
+        state = arrays.data_folder(state, workdir, cell.array_spec.get("layout"), f"arrays.{cell.array}")
     return Target(state)
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsbench.storage import devices, guards
+from fsbench.storage import layout as striping
 from fsbench.storage.devices import Mount
 from fsbench.storage.md import md_name, md_support, mdadm_create_argv
 from fsbench.toolkit.records import Record, write_json
@@ -120,12 +121,16 @@ def describe_path(path: str, key: str) -> ArrayState:
     )
 
 
-def data_folder(state: ArrayState, workdir) -> ArrayState:
-    """A path array's own subfolder, where its cells write (and what release removes)."""
+def data_folder(state: ArrayState, workdir, layout: dict | None = None, key: str = "array") -> ArrayState:
+    """A path array's own subfolder, where its cells write (and what release removes), given the array's striping
+    `layout` (arrays.<name>.layout) if it has one: its info then says the layout the filesystem read back."""
     data = Path(state.path) / f"fsbench-{Path(workdir).parent.name}-{Path(workdir).name}"
     data.mkdir(exist_ok=True)
     write_json(Path(workdir) / "path.json", {"data": str(data)})  # for release
-    return ArrayState(state.kind, state.devices, state.members, state.info, path=str(data), fs_type=state.fs_type)
+    info = state.info
+    if layout:
+        info = ({**info[0], "layout": striping.apply(str(data), layout, state.fs_type, f"{key}.layout")},)
+    return ArrayState(state.kind, state.devices, state.members, info, path=str(data), fs_type=state.fs_type)
 
 
 def device_info(dev: str) -> dict:
