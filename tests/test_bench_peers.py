@@ -22,9 +22,8 @@ IO500 += ["mdtest-hard-delete"]
 PFIND = "pfind-aaba722.tar.gz"  # tools/peers.py builds find's peer from it where it is found
 
 
+@pytest.mark.needs("peers")
 def test_every_phase_has_both_figures_and_a_ratio():
-    if not (REPO.parent / "shared" / "peers" / "ior-5fcf0ba.tar.gz").exists():
-        pytest.skip("no ../shared/peers/ior-5fcf0ba.tar.gz beside the repository to build IOR and mdtest from")
     doc = REPO / "docs" / "bench-peers.md"
     before = doc.read_bytes() if doc.exists() else None
     proc = subprocess.run(
