@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pandas as pd
 
-from fsbench.history import changes
+from fsbench.history import changes, key, store
 from fsbench.history.key import KEY_COLUMNS
 
-from conftest import REPO
+from conftest import REPO, row
 
 SEEDS = range(50_000, 50_100)  # never used to choose a threshold
 
@@ -67,6 +67,50 @@ def test_after_only_3_runs_a_step_is_suspected_by_its_factor_not_by_a_noise_from
     assert (found, alarms) == (100, 0)
     assert [(c.index, c.confirmed) for c in changes.find([100, 112, 95, 31])] == [(3, False)]
     assert changes.find([100, 100.2, 100.1, 88]) == []
+
+
+def nightly_store(where, nights):
+    """A nightly job's store: the same campaign every night, results cleared; `nights`: (io.runtime, MB/s of its
+    3 repeats) per night, the write series of one raw device."""
+    provenance = {"arrays": {"demo": {"spec": {"kind": "loop", "size": 2**30}, "devices": [{"model": "loop"}]}}}
+    for night, (runtime, rates) in enumerate(nights, start=1):
+        started = f"2026-12-{night:02d}T02:30:0"
+        cell = {"array_spec": {"kind": "loop"}, "fs": None, "size": 10**9, "runtime": runtime, "cache": "drop"}
+        entries = []
+        for rep, rate in enumerate(rates, start=1):
+            r = row("raw", "write", rate, rep, campaign="nightly", started_at=f"{started}{rep}+00:00")
+            r |= {"workload": "io", "iodepth": 1, "shared_file": False, "lat_p50_us": 10.0}
+            entries += key.entries(pd.DataFrame([r]), provenance, {}, {}, cell_of=lambda _, c=cell: c)
+        store.append(where, entries)  # one night: one run
+
+
+def test_the_nightly_3x_slowdown_is_suspected_after_two_nights_and_what_is_not_judged_says_why(tmp_path):
+    """io.runtime 2 s on nights 1-2, 3 s from night 3 (a new series), the device held at 60 MB/s from night 5: the
+    3 s series holds 199.8, 199.8 (3 repeats each, spread 0.1 %), then 60.0. Its repeats say how much a run
+    varies: the drop is suspected from night 5 (not after two nights of one repeat each), and both short series
+    are listed as not tested, with why."""
+    fast, slow = [199.7, 199.8, 199.9], [59.95, 60.0, 60.05]
+    where = str(tmp_path / "history.sqlite")
+    nights = [(2, fast), (2, fast), (3, fast), (3, fast), (3, slow)]
+    nightly_store(where, nights)
+    env = os.environ | {"PYTHONPATH": str(REPO / "scripts")}
+    argv = [sys.executable, "-m", "fsbench", "history", "changes", "--store", where, "--csv", str(tmp_path / "c.csv")]
+    said = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert said.returncode == 0, said.stderr
+    found = pd.read_csv(tmp_path / "c.csv")
+    assert list(found["verdict"]) == ["suspected"] and list(found["after_run"]) == ["nightly 2026-12-05T02:30:01+00:00"]
+    assert found["ratio"].iloc[0] == 60.0 / 199.8
+    assert "not tested:" in said.stdout and "2 runs: too few to judge" in said.stdout, said.stdout
+    assert "3 runs: a step is tested from 6 on" in said.stdout, said.stdout
+    nightly_store(where, [(3, slow)])  # night 6: still suspected, at night 5
+    said = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert list(pd.read_csv(tmp_path / "c.csv")["after_run"]) == ["nightly 2026-12-05T02:30:01+00:00"]
+    # one repeat a night: two nights are no noise estimate, the same drop waits for a third night before it
+    assert changes.judge([[199.8, 199.8, 60.0, 60.0]]) == [[]]
+    assert [(c.index, c.confirmed) for c in changes.find([199.8, 199.8, 199.8, 60.0])] == [(3, False)]
+    # and repeats that reach the step's level say the runs before it were that noisy: not suspected
+    wide = [[58, 200, 3], [190, 210, 3], [59, 61, 3]]
+    assert changes.judge([[199.8, 199.8, 60.0]], reps=[wide]) == [[]]
 
 
 def test_one_test_per_series_and_benjamini_hochberg_across_them():

@@ -44,7 +44,8 @@ def _series(args, where) -> int:
 
 def _changes(args, where) -> int:
     rows = store_mod.load(where, args.timeout)
-    found = changes_mod.analyse(points_mod.points(rows), store_mod.load_marks(where, args.timeout), args.min_change)
+    points, marks = points_mod.points(rows), store_mod.load_marks(where, args.timeout)
+    found = changes_mod.analyse(points, marks, args.min_change)
     if args.csv:
         found.to_csv(args.csv, index=False)
         print(f"written: {args.csv} ({len(found)} change point(s))")
@@ -54,6 +55,10 @@ def _changes(args, where) -> int:
     if len(gone):  # what no verdict could see, and why
         print("left out:\n" + "\n".join(f"  {line}" for line in points_mod.left_out_summary(gone)))
         print(_show(gone))
+    short = changes_mod.untested(points, marks)
+    if len(short):  # what the test could not judge yet, and why
+        print("not tested:\n" + "\n".join(f"  {line}" for line in changes_mod.untested_summary(short)))
+        print(_show(short))
     if args.fail_on and (found["verdict"] == args.fail_on).any():
         return 1
     return 0
