@@ -113,6 +113,42 @@ def test_the_nightly_3x_slowdown_is_suspected_after_two_nights_and_what_is_not_j
     assert changes.judge([[199.8, 199.8, 60.0]], reps=[wide]) == [[]]
 
 
+def test_the_campaign_trend_page_judges_as_history_changes_does(tmp_path):
+    """A store of two campaigns' cells: the campaign `mine` has one series with an 8 % drop (p 0.02 on its own),
+    `theirs` 30 flat series. Judged alone, as the campaign's trend page used to judge its own cells, the drop is a
+    regression; with the store's 31 series, as `history changes` judges, it is not. The page now says what
+    `history changes` says, names the family it was judged with, and labels runs readably."""
+    from fsbench.history import commands
+
+    rng = np.random.default_rng(13)
+    mine = 100 * np.exp(0.03 * rng.standard_normal(12))
+    mine[6:] *= 0.92
+    theirs = [100 * np.exp(0.03 * rng.standard_normal(12)) for _ in range(30)]
+    assert [c.index for c in changes.find(mine)] == [7]  # where the two families disagree
+    provenance = {"arrays": {"demo": {"spec": {"kind": "loop", "size": 2**30}, "devices": [{"model": "loop"}]}}}
+    where = str(tmp_path / "history.sqlite")
+    series = {}
+    for night in range(12):
+        entries = []
+        for campaign, target, value in [("mine", "m", mine[night])] + [
+            ("theirs", f"t{i}", v[night]) for i, v in enumerate(theirs)
+        ]:
+            r = row(target, "write", value, 1, campaign=campaign, started_at=f"2026-11-{night + 1:02d}T17:14:25+00:00")
+            r |= {"workload": "io", "iodepth": 1, "shared_file": False, "lat_p50_us": 10.0, "fs_type": "raw"}
+            size = 10**9 + int(target[1:] or -1)  # a cell of its own: a series of its own
+            cell = {"array_spec": {"kind": "loop"}, "fs": None, "size": size, "cache": "drop"}
+            entries += key.entries(pd.DataFrame([r]), provenance, {}, {}, cell_of=lambda _, c=cell: c)
+            series[target] = entries[-1]["series"]
+        store.append(where, entries)
+    page = commands.trends(where, tmp_path / "trends.html", "t", 0.05, 10, series={series["m"]}, files=False)
+    text = page.read_text()
+    said = commands.changes_mod.analyse(commands.points_mod.points(store.load(where)), store.load_marks(where), 0.05)
+    assert said[said["series"] == series["m"]].empty  # history changes: no change in it
+    assert "data-verdict=''" in text and "regression" not in text.split("<div class='grid'>")[1]
+    assert "judged with all 31 series of the store" in text
+    assert "2026-11-01T17:14:25" not in text  # runs are labelled 'mine 11-01 17:14', not by their whole id
+
+
 def test_one_test_per_series_and_benjamini_hochberg_across_them():
     """50 flat series of 20 runs judged in one call: no alarm in >= 95 of 100 stores (3 % noise)."""
     alarmed = 0
