@@ -1,8 +1,12 @@
 """The change-point method judged on synthetic series (seeded), and what `history changes` says about a change.
 
-Every threshold here is checked on seeds never used to choose one: changes.py's were chosen on seeds 0-99 of
-benchmarks/history.py (--choose); these start at 50,000 (issue 29)."""
+Every threshold here is checked on seeds never used to choose one: changes.py's were chosen on benchmarks/history.py's
+development seeds (--develop); these start at 50,000 (issue 29). Each count's threshold comes from a target or a bound
+(issue 40: benchmarks/history.py's targets and best_at_its_run), less the room a method exactly at it has on as many
+seeds (at_least, at_most), never from where the last result landed."""
 
+import functools
+import importlib.util
 import os
 import subprocess
 import sys
@@ -18,20 +22,42 @@ from conftest import REPO, row
 SEEDS = range(50_000, 50_100)  # never used to choose a threshold
 
 
+@functools.cache
+def bench():
+    """benchmarks/history.py: its targets, its series model and its bound."""
+    spec = importlib.util.spec_from_file_location("bench_history", REPO / "benchmarks" / "history.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def at_least(rate: float, n: int) -> int:
+    """The fewest of n a method that finds `rate` of them shows on n seeds, but for 1 in 40: its count less two
+    standard errors (the seeds are fixed, so a pass or a failure is the same every time)."""
+    return int(np.ceil(n * rate - 2 * np.sqrt(n * rate * (1 - rate))))
+
+
+def at_most(rate: float, n: int) -> int:
+    """The most of n a method that alarms at `rate` shows on n seeds, but for 1 in 40."""
+    return int(np.floor(n * rate + 2 * np.sqrt(n * rate * (1 - rate))))
+
+
 def noisy(rng, n, level=100.0, noise=0.03):
     return level * (1 + noise * rng.standard_normal(n))
 
 
-def test_a_10_percent_step_at_3_percent_noise_is_found_within_3_runs_after_it():
-    """20 runs, then the step: once 3 runs after it are in, it is confirmed at the right run in >= 87 % of seeds
-    (89 here; issue 28 asks 90 %: docs/bench-history.md has 89-90 % on 1,000 series, and an oracle that knows
-    both levels places ~94 % at the right run; the rest is cut a run off or missed)."""
-    found = 0
+def test_a_10_percent_step_at_a_random_run_is_found_there_near_the_bound():
+    """23 runs of 3 repeats at 3 % nightly noise, a 10 % step at a random run from 3 to 20 (every run a confirmed
+    change may sit at): confirmed at its run within 2 points of the best any rule can do under that constraint,
+    and at its run or one off in 95 % (issue 40's targets), on 100 seeds."""
+    b = bench()
+    exact = near = 0
     for seed in SEEDS:
-        rng = np.random.default_rng(seed)
-        values = np.r_[noisy(rng, 20), noisy(rng, 3, level=110.0)]
-        found += any(c.index == 20 and c.confirmed for c in changes.find(values))
-    assert found >= 87, f"found in {found} of 100"
+        e, n = b.ten_percent_alone(np.random.default_rng(seed), 1)
+        exact, near = exact + e, near + n
+    best = b.best_at_its_run(1.1, None)
+    assert exact >= at_least(best - b.NEAR_BOUND, 100), f"found at its run in {exact} of 100 (best {best:.1%})"
+    assert near >= at_least(b.ONE_OFF_TARGET, 100), f"found at its run or one off in {near} of 100"
 
 
 def test_a_3x_step_is_suspected_from_the_first_run_after_it():
@@ -50,7 +76,7 @@ def test_a_3x_step_is_suspected_from_the_first_run_after_it():
         found = [(c.index, c.confirmed) for c in changes.find(values)]
         assert found[-1] == (20, False), seed
         others += len(found) > 1
-    assert others <= 5
+    assert others <= at_most(0.05, 100)
 
 
 def test_after_only_3_runs_a_step_is_suspected_by_its_factor_not_by_a_noise_from_two_differences():
@@ -155,22 +181,24 @@ def test_one_test_per_series_and_benjamini_hochberg_across_them():
     for seed in range(60_000, 60_100):
         rng = np.random.default_rng(seed)
         alarmed += any(changes.judge([noisy(rng, 20) for _ in range(50)]))
-    assert alarmed <= 5, f"{alarmed} of 100 stores had an alarm"
+    assert alarmed <= at_most(bench().FLAT_TARGET, 100), f"{alarmed} of 100 stores had an alarm"
     assert changes.bh_cutoff([0.001, 0.02, 0.04, 0.5], fdr=0.05) == 0.02  # 0.001 ≤ .0125, 0.02 ≤ .025, 0.04 > .0375
     assert changes.bh_cutoff([0.3, 0.9]) == -1.0
 
 
-def test_series_of_one_noise_borrow_it_from_each_other():
-    """Stores of 50 series at 3 % noise, 10 of them stepping 10 % with 3 runs after: each series' t leans on the
-    noise of all (changes.noise_prior), which finds 268 of 300 steps at their run here; each series on its own
-    noise found 227."""
-    found = 0
-    for seed in range(50_000, 50_030):
-        rng = np.random.default_rng(seed)
-        stepped = [np.r_[noisy(rng, 20), noisy(rng, 3, level=110.0 if i % 2 else 100 / 1.1)] for i in range(10)]
-        judged = changes.judge(stepped + [noisy(rng, 23) for _ in range(40)])
-        found += sum(any(c.index == 20 and c.confirmed for c in judged[i]) for i in range(10))
-    assert found >= 255, f"found {found} of 300"
+def test_series_of_one_noise_borrow_it_from_each_other(monkeypatch):
+    """Stores of 50 series at 3 % noise, 10 of them stepping 10 % at random runs: each series' t leans on the
+    noise of all (changes.noise_prior), which finds the steps at their run within 2 points of the best any rule
+    can do (issue 40's target), and more of them than each series on its own noise finds."""
+    b = bench()
+
+    def found() -> int:
+        return sum(b.ten_percent_stores(np.random.default_rng(seed), 1)[0] for seed in range(50_000, 50_030))
+
+    borrowed = found()
+    assert borrowed >= at_least(b.best_at_its_run(1.1, None) - b.NEAR_BOUND, 300), f"found {borrowed} of 300"
+    monkeypatch.setattr(changes, "PRIOR_SERIES", 10**9)  # no call has that many: each series keeps its own noise
+    assert found() < borrowed
 
 
 def test_the_noise_prior_borrows_only_what_the_series_share():
@@ -188,7 +216,7 @@ def test_the_noise_prior_borrows_only_what_the_series_share():
 
 def test_flat_series_of_30_runs_raise_at_most_5_percent_false_alarms():
     alarms = sum(bool(changes.find(noisy(np.random.default_rng(1000 + seed), 30))) for seed in SEEDS)
-    assert alarms <= 5, f"{alarms} of 100 flat series had a change point"
+    assert alarms <= at_most(bench().FLAT_TARGET, 100), f"{alarms} of 100 flat series had a change point"
 
 
 def test_one_outlying_run_is_not_a_step():
@@ -202,7 +230,7 @@ def test_one_outlying_run_is_not_a_step():
         found = changes.find(values)
         assert not [c.index for c in found if c.index in (at, at + 1)], f"seed {seed}: the outlier made a step"
         alarms += bool(found)
-    assert alarms <= 5
+    assert alarms <= at_most(bench().FLAT_TARGET, 100)
 
 
 def test_too_few_runs_are_no_series_to_judge():
@@ -275,4 +303,5 @@ def test_the_benchmark_runs_in_smoke_mode():
         [sys.executable, str(REPO / "benchmarks/history.py")], env=env, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("| flat, ") == 3 and proc.stdout.count("| 3× step") == 2 and "of 3 stores" in proc.stdout
+    assert proc.stdout.count("| flat, ") == 3 and proc.stdout.count("| 3× step") == 3 and "of 3 stores" in proc.stdout
+    assert proc.stdout.count("| 10 % step at a random run") == 4 and "Reading it (generated" in proc.stdout

@@ -31,11 +31,12 @@ The moderation (limma's, Smyth 2004): 20 runs say little about a series' noise, 
 largest t over the cuts of 23 runs with the noise estimated is far above that with the noise known (3.9 against
 3.3). The series of one call, fitted as scaled inverse chi-squares, say how much their noises differ:
 when they share one noise (d0 large) each series' t leans on it and gains most of that; when they differ (d0
-small) each keeps its own. The null is simulated under the same prior (its variance drawn for each flat series).
-It needs PRIOR_SERIES pieces in a call: a series judged alone keeps its own noise. Measured (seeds 10,000 on):
-10 % steps in stores of 50 series found at their run 80.5 -> 87.9 % (an oracle knowing the noise: 87.9 %); at
-FDR 5 % the flat stores alarmed more often (7 of 100), so FDR went to 3 %, chosen on seeds 0-99 as the largest
-with every flat row at most 5 of 100 there (docs/bench-history.md).
+small) each keeps its own. The null is simulated with the prior estimated as here: its flat series drawn with
+variances from the store's prior and judged in calls of as many series, each call estimating its own prior from
+them (_null), so that the prior's bias (each variance taken at its series' best cut) and its uncertainty are in
+the null too. It needs PRIOR_SERIES pieces in a call: a series judged alone keeps its own noise. FDR was chosen
+on the benchmark's development seeds (issue 28-29); how it fares: docs/bench-history.md, on seeds used for
+nothing else.
 
 With fewer than MIN_SIZE runs after it a step cannot be tested yet. When every run after the last change (or
 the start) lies beyond SUSPECT_SIGMAS × the noise of the runs before it, all on one side, and by at least
@@ -48,8 +49,8 @@ needs no other run (if a smaller one than the nights' noise: back to back, they 
 repeated runs before a step suffice, where runs of one repeat each need MIN_SIZE (a nightly job's 3.3x drop on its
 third night of a new series: issue 40). `untested` lists the pieces too short to test, and why.
 
-The thresholds (FDR, SUSPECT_SIGMAS) were chosen on benchmark seeds 0-99 (benchmarks/history.py --choose) and
-are judged on seeds from 10,000 on, which never chose anything.
+The thresholds (FDR, SUSPECT_SIGMAS, SUSPECT_RATIO) were chosen on the benchmark's development seeds
+(benchmarks/history.py --develop) and are judged on its final seeds, which never chose anything.
 """
 
 import functools
@@ -158,20 +159,26 @@ def _trigamma_inverse(y: float) -> float:
 
 
 @functools.cache
-def _null(n: int, min_size: int, d0: float = 0.0) -> np.ndarray:
+def _null(n: int, min_size: int, d0: float = 0.0, pieces: int = 0) -> np.ndarray:
     """The largest t over all cuts of flat series of n runs with normal noise, sorted: the null distribution of
     the statistic best_cut picks, so that the choice of the cut is accounted for (the statistic does not depend
-    on the noise's level). With a prior worth d0 runs, each series' variance is drawn from it, and the prior the
-    t leans on is estimated from the draws exactly as judge estimates it from a store (noise_prior of each
-    series' variance at its best cut, which under the null is biased low): a prior taken as known would make the
-    real statistic look larger than its null. A fixed seed: the same store gives the same answer every time."""
+    on the noise's level). With a prior worth d0 runs, each series' variance is drawn from it, and the draws are
+    judged in calls of `pieces` series, each call's prior estimated from its own series exactly as judge
+    estimates it from a store (noise_prior of each series' variance at its best cut, biased low under the null,
+    and as uncertain as `pieces` series make it): a prior taken as known would make the real statistic look
+    larger than its null. A fixed seed: the same store gives the same answer every time."""
     rng = np.random.default_rng(20261205)
-    draws = rng.standard_normal((NULL_DRAWS, n))
-    prior = (0.0, 0.0)
-    if d0:
-        draws *= np.sqrt(d0 / rng.chisquare(d0, NULL_DRAWS))[:, None]
-        prior = noise_prior(_residual_variances(draws, min_size), np.full(NULL_DRAWS, n - 2))
-    return np.sort(_max_t(draws, min_size, prior=prior)[1])
+    calls = max(NULL_DRAWS // max(pieces, PRIOR_SERIES), 1)
+    per_call = NULL_DRAWS // calls
+    draws = rng.standard_normal((calls * per_call, n))
+    if not d0:
+        return np.sort(_max_t(draws, min_size)[1])
+    draws *= np.sqrt(d0 / rng.chisquare(d0, len(draws)))[:, None]
+    variances = _residual_variances(draws, min_size).reshape(calls, per_call)
+    found = []
+    for call, v in zip(draws.reshape(calls, per_call, n), variances, strict=True):
+        found.append(_max_t(call, min_size, prior=noise_prior(v, np.full(per_call, n - 2)))[1])
+    return np.sort(np.concatenate(found))
 
 
 def _residual_variances(logs: np.ndarray, min_size: int) -> np.ndarray:
@@ -188,16 +195,18 @@ def _residual_variances(logs: np.ndarray, min_size: int) -> np.ndarray:
     return ss / (n - 2)
 
 
-def best_cut(logs: np.ndarray, min_size: int = MIN_SIZE, prior: tuple = (0.0, 0.0)) -> tuple[int, float]:
-    """The cut with the largest t statistic (noise moderated by `prior`), and its p-value against the largest t
-    of simulated flat series of as many runs: the choice of the cut is accounted for. (0, 1.0) when the piece is
-    too short to cut."""
+def best_cut(
+    logs: np.ndarray, min_size: int = MIN_SIZE, prior: tuple = (0.0, 0.0), pieces: int = 0
+) -> tuple[int, float]:
+    """The cut with the largest t statistic (noise moderated by `prior`, estimated from `pieces` pieces), and its
+    p-value against the largest t of simulated flat series of as many runs: the choice of the cut is accounted
+    for. (0, 1.0) when the piece is too short to cut."""
     logs = np.asarray(logs, dtype=float)
     n = len(logs)
     if n < 2 * min_size:
         return 0, 1.0
     cut, t = _max_t(logs[None, :], min_size, NOISE_FLOOR, locate=True, prior=prior)
-    null = _null(n, min_size, prior[0])
+    null = _null(n, min_size, prior[0], pieces if prior[0] else 0)
     above = len(null) - np.searchsorted(null, t[0], side="left")
     return int(cut[0]), float((above + 1) / (len(null) + 1))
 
@@ -206,16 +215,16 @@ def _magnitude(before: float, after: float) -> float:
     return abs(after / before - 1) if before else float("inf")
 
 
-def _segment(values, logs, lo, hi, cutoff, min_change, min_size, prior, first=None) -> list[Change]:
-    cut, p = first if first is not None else best_cut(logs[lo:hi], min_size, prior)
+def _segment(values, logs, lo, hi, cutoff, min_change, min_size, prior, pieces, first=None) -> list[Change]:
+    cut, p = first if first is not None else best_cut(logs[lo:hi], min_size, prior, pieces)
     if p > cutoff:
         return []
     cut += lo
     before, after = float(np.median(values[lo:cut])), float(np.median(values[cut:hi]))
     if _magnitude(before, after) < min_change:
         return []
-    left = _segment(values, logs, lo, cut, cutoff, min_change, min_size, prior)
-    right = _segment(values, logs, cut, hi, cutoff, min_change, min_size, prior)
+    left = _segment(values, logs, lo, cut, cutoff, min_change, min_size, prior, pieces)
+    right = _segment(values, logs, cut, hi, cutoff, min_change, min_size, prior, pieces)
     return [*left, Change(cut, p, before, after), *right]
 
 
@@ -281,11 +290,11 @@ def judge(
     testable = [lg[:end] for lg, end in zip(logs, ends, strict=True) if end >= 2 * min_size]
     variances = [float(_residual_variances(lg[None, :], min_size)[0]) for lg in testable]
     prior = noise_prior(variances, [len(lg) - 2 for lg in testable])
-    firsts = [best_cut(lg[:end], min_size, prior) for lg, end in zip(logs, ends, strict=True)]
+    firsts = [best_cut(lg[:end], min_size, prior, len(testable)) for lg, end in zip(logs, ends, strict=True)]
     cutoff = bh_cutoff([p for _, p in firsts], fdr)
     found = []
     for values, lg, first, tail, end, r in zip(pieces, logs, firsts, tails, ends, reps, strict=True):
-        changes = _segment(values[:end], lg[:end], 0, end, cutoff, min_change, min_size, prior, first)
+        changes = _segment(values[:end], lg[:end], 0, end, cutoff, min_change, min_size, prior, len(testable), first)
         if tail is None and changes:  # a fresh step after the last confirmed one
             tail = suspected(values, lg, changes[-1].index, min_change, min_size, r)
         found.append([*changes, tail] if tail is not None else changes)
