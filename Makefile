@@ -47,9 +47,9 @@ bench-dag: setup
 	.venv/bin/python benchmarks/dag.py
 
 # history's change points on synthetic stores (seeds used for nothing before issue 40's final table): false alarms
-# in 1,000 stores of 50 flat series, 10 % steps at random runs and 3x steps found (~2 min, no device); prints a
-# table and its reading (written from the table), keeps them in docs/bench-history.md above the doc's dated notes
-# measured by hand, exits 1 when a target is missed. SMOKE=1: 3 stores a row, targets not checked.
+# in 1,000 stores of 50 flat series, 10 % steps at random runs and 3x steps found (~16 min on a loaded 2-core VM,
+# no device); prints a table and its reading (written from the table), keeps them in docs/bench-history.md above
+# the doc's dated notes measured by hand, exits 1 when a target is missed. SMOKE=1: 3 stores a row, targets not checked.
 bench-history: setup
 	.venv/bin/python benchmarks/history.py
 
