@@ -1,8 +1,6 @@
 import sys
 from pathlib import Path
 
-from snakemake_interface_executor_plugins.settings import ExecMode
-
 SCRIPTS = str(Path(workflow.basedir) / "scripts")
 sys.path.insert(0, SCRIPTS)
 
@@ -15,6 +13,7 @@ from fsbench.plots.table import campaign_plots
 from fsbench.toolkit.records import read_json
 from fsbench.workflow.checkout import scripts_first
 from fsbench.workflow.digest import analysis_digest
+from fsbench.workflow.snakemake_internals import in_remote_job
 
 scripts_first(SCRIPTS)  # the step scripts too import this checkout's fsbench
 
@@ -29,7 +28,7 @@ PLAN = Plan(CAMPAIGN, RESULTS)
 TARGETS = PLAN.targets
 # Said before any job (a dry run too; not again in a cluster job's Snakemake): finished cells whose records hold an
 # older method than the code's, and whether they keep their figures (methods: recorded) or are measured again.
-if workflow.exec_mode != ExecMode.REMOTE and (older := PLAN.older()):
+if not in_remote_job(workflow) and (older := PLAN.older()):
     print(older, file=sys.stderr)
 MEASURING_HOSTS = campaign_cells.measuring_hosts(CAMPAIGN)
 MIN_REPS, MAX_REPS = PLAN.min_reps, PLAN.max_reps

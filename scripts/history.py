@@ -1,13 +1,13 @@
 """history.json: this run's rows (measurements.csv's, and each IO500 phase's from its record) appended to the
-results store (fsbench.history.store), and trends.html: the trend page of this campaign's cells
-(fsbench.history.report)."""
+results store (fsbench.history.store), and trends.html: the trend page of this campaign's cells, judged with every
+series of the store as `history changes` judges them (fsbench.history.commands.trends)."""
 
 import json
 import logging
 
 import pandas as pd
 
-from fsbench.history import changes, io500, key, points, report, store
+from fsbench.history import commands, io500, key, store
 from fsbench.toolkit.records import write_json
 from fsbench.toolkit.run_step import run_step
 
@@ -21,13 +21,8 @@ def append(measurements, phases, provenance, where, settings, context, timeout, 
     rows = key.entries(pd.read_csv(measurements), prov, settings, context)
     rows += key.entries(io500.rows(phases), prov, settings, context)  # IO500's phase records, if any
     done = store.append(where, rows, timeout=timeout)
-    mine = {e["series"] for e in rows}
-    stored = [r for r in store.load(where, timeout) if r["series"] in mine]
-    found, invalid, gone = points.points(stored), points.points(stored, invalid=True), points.left_out(stored)
-    marks = store.load_marks(where, timeout)
-    title = "Trends of this campaign's cells"
-    judged = changes.analyse(found, marks, min_change)
-    report.page(found, judged, marks, trends, title, files=False, invalid=invalid, left_out=gone)
+    mine = {e["series"] for e in rows}  # the page shows this campaign's cells, judged with the whole store
+    commands.trends(where, trends, "Trends of this campaign's cells", min_change, timeout, series=mine, files=False)
     return done
 
 

@@ -29,8 +29,18 @@ SCRATCH_ROOT = Path("/var/tmp/fsbench-test")
 
 # What some tests need from the machine. A test without it skips, saying why; a capability named in
 # FSBENCH_REQUIRE (comma-separated, or `all`) fails it instead, so CI on a machine that has it cannot pass without.
-# filesystems: every filesystem of fsbench.storage.filesystems (its mkfs here, its kernel support)
-CAPABILITIES = ("root", "slurm", "ceph", "postgres", "chromium", "throttle", "io_uring", "filesystems")
+# peers: IOR's source tarball in ../shared/peers; thp: transparent huge pages not off; dev_full: /dev/full;
+# filesystems: every filesystem of fsbench.storage.filesystems (its mkfs here, its kernel support).
+CAPABILITIES = ("root", "slurm", "ceph", "postgres", "chromium", "throttle", "io_uring", "peers", "thp", "dev_full")
+CAPABILITIES += ("filesystems",)
+PEERS_TARBALL = REPO.parent / "shared" / "peers" / "ior-5fcf0ba.tar.gz"
+# What the kernel has that makes a test's subject unobservable (not something a machine lacks): a test that cannot
+# run because of one skips naming it, whatever FSBENCH_REQUIRE says. Listed in README.md (Tests).
+KERNEL_CONDITIONS = {
+    "md": "this kernel has md, so fsbench's refusal of md arrays cannot be seen here",
+    "filesystem": "this kernel lacks a filesystem of fsbench's table (fsbench.storage.filesystems), and no module "
+    "can bring it",
+}
 
 
 def required() -> set[str]:
@@ -79,6 +89,11 @@ def missing(capability: str, reason: str):
     pytest.skip(f"{capability}: {reason}")
 
 
+def kernel_condition(name: str, which: str = ""):
+    """Skip: the kernel has (or lacks) `name` (KERNEL_CONDITIONS), which hides what the test looks at."""
+    pytest.skip(f"kernel condition {name}: {KERNEL_CONDITIONS[name]}{f' ({which})' if which else ''}")
+
+
 def why_missing(capability: str) -> str | None:
     """Why `capability` is not here, None when it is (the checks that need no test to run first)."""
     if capability in ("root", "throttle") and os.geteuid() != 0:
@@ -89,7 +104,20 @@ def why_missing(capability: str) -> str | None:
         from fsbench.engines.uring import why_unavailable
 
         return why_unavailable()
+    if capability == "peers" and not PEERS_TARBALL.exists():
+        return f"no {PEERS_TARBALL} beside the repository to build IOR and mdtest from"
+    if capability == "thp" and thp_off():
+        return "transparent huge pages are off (/sys/kernel/mm/transparent_hugepage/enabled): buffers are 4 KiB pages"
+    if capability == "dev_full" and not os.path.exists("/dev/full"):
+        return "no /dev/full"
     return None
+
+
+def thp_off() -> bool:
+    try:
+        return "[never]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return True
 
 
 def pytest_runtest_setup(item):

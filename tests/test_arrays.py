@@ -13,7 +13,7 @@ import yaml
 
 from fsbench.storage import devices, guards, md
 
-from conftest import REPO, SNAKEMAKE, frozen_holding, held, needs_root, run_campaign
+from conftest import REPO, SNAKEMAKE, frozen_holding, held, kernel_condition, needs_root, run_campaign
 
 pytestmark = [needs_root, pytest.mark.e2e]
 MiB = 2**20
@@ -167,7 +167,7 @@ def test_btrfs_raid0_over_four_loop_members(scratch, tmp_path):
 @pytest.mark.parametrize("kind", ["mdadm", "loop"])
 def test_md_stops_here_with_a_clear_message(scratch, tmp_path, kind):
     if md.md_support() is None:
-        pytest.skip("this kernel has md: the refusal cannot be seen here")
+        kernel_condition("md")
     extra = devices.attach_loop_images(scratch / "disks2", 1, 128 * MiB)[0]
     if kind == "mdadm":
         disk = devices.attach_loop_images(scratch / "disks", 1, 128 * MiB)[0]

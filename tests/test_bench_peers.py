@@ -22,9 +22,8 @@ IO500 += ["mdtest-hard-delete"]
 PFIND = "pfind-aaba722.tar.gz"  # tools/peers.py builds find's peer from it where it is found
 
 
+@pytest.mark.needs("peers")
 def test_every_phase_has_both_figures_and_a_ratio():
-    if not (REPO.parent / "shared" / "peers" / "ior-5fcf0ba.tar.gz").exists():
-        pytest.skip("no ../shared/peers/ior-5fcf0ba.tar.gz beside the repository to build IOR and mdtest from")
     doc = REPO / "docs" / "bench-peers.md"
     before = doc.read_bytes() if doc.exists() else None
     proc = subprocess.run(
@@ -79,3 +78,30 @@ def test_a_miss_says_whether_the_peer_moved_as_far_against_itself(monkeypatch):
     assert bench.verdict([0.92, 0.93, 0.90], [0.59, 0.99, 0.98], goal) == ranged
     assert bench.verdict([0.80, 0.82, 0.81], [0.98, 1.00, 1.02], goal) == "not met"
     assert bench.verdict([0.80, 0.82, 0.81], [0.80, 0.90, 0.85], goal) == "not met; nor is the peer against itself"
+
+
+def test_the_findings_come_from_the_table_and_an_unexplained_miss_fails_the_run(monkeypatch, tmp_path):
+    """bench-peers' findings are this run's rows (each miss beside its ratio and verdict); the notes measured by hand
+    are carried over from the doc under their dated heading, never written by the script; a miss the peer's own
+    range does not explain is what makes it exit 1."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("bench_peers", REPO / "benchmarks" / "peers.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    goal = (0.95, 1.05)
+    phases = [bench.Phase(name, "MB/s", goal, "", "") for name in ("write", "read", "md stat")]
+    runs = {  # fsbench, peer, peer again per round
+        "write": [{"fsbench": 1.0, "peer": 1.0, "peer again": 1.0}] * 3,
+        "read": [{"fsbench": 0.9, "peer": 1.0, "peer again": v} for v in (0.85, 1.0, 1.0)],
+        "md stat": [{"fsbench": 0.5, "peer": 1.0, "peer again": 1.0}] * 3,
+    }
+    results = {"ext4-ram": ("a loop device", runs, phases), "glusterfs": ("Not measured: no volume", {}, [])}
+    text = "\n".join(bench.findings(results))
+    assert "- ext4-ram: 1 of 3 rows within target." in text
+    assert "  - read: fsbench/peer 0.90, not met; the peer against itself ranged as far (0.85–1.00)" in text
+    assert "  - md stat: fsbench/peer 0.50, not met\n" in text and "- glusterfs: Not measured: no volume" in text
+    assert [m[:2] for m in bench.unexplained(results)] == [("ext4-ram", "md stat")]
+    doc = tmp_path / "bench-peers.md"
+    stale = "# old\n\n## Findings (this run's table)\n\n- stale\n\n"
+    doc.write_text(stale + "## Measured by hand on 2026-12-05\n\n- kept\n\n")
+    assert bench.by_hand(doc) == ["## Measured by hand on 2026-12-05", "", "- kept"]

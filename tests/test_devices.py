@@ -11,7 +11,7 @@ from fsbench.campaign.cells import CellSpec, fingerprint
 from fsbench.storage import devices
 from fsbench.storage.filesystems import FILESYSTEMS, in_kernel
 
-from conftest import held, missing, needs_root
+from conftest import held, kernel_condition, missing, needs_root
 
 pytestmark = needs_root
 MiB = 2**20
@@ -46,7 +46,7 @@ def can_make(fs_type: str) -> None:
     fs = FILESYSTEMS[fs_type]
     if not in_kernel(fs_type):
         release = Path("/proc/sys/kernel/osrelease").read_text().strip()
-        missing("filesystems", f"this kernel ({release}) has no {fs_type}: not in /proc/filesystems, no module")
+        kernel_condition("filesystem", f"{fs_type}: not in /proc/filesystems of {release}")
     if shutil.which(fs.mkfs[0]) is None:
         missing("filesystems", f"no {fs.mkfs[0]} here: apt-get install {fs.package}")
 

@@ -226,9 +226,8 @@ def test_raw_device_write_and_cold_read(scratch):
     assert engine.read(job)["bytes"] == 64 * MiB
 
 
+@pytest.mark.needs("dev_full")
 def test_write_to_a_full_device_fails():
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full")
     with pytest.raises(OSError) as e:
         engine.write(Job((Stream("/dev/full", 0, True),), MiB, 4096))
     assert e.value.errno == errno.ENOSPC and "write at byte 0 of /dev/full: No space left on device" in str(e.value)
@@ -376,15 +375,8 @@ def test_a_write_the_kernel_takes_short_is_finished_at_every_depth():
             os.unlink(path)
 
 
-def _thp_off() -> bool:
-    try:
-        return "[never]" in open("/sys/kernel/mm/transparent_hugepage/enabled").read()
-    except OSError:
-        return True
-
-
 @needs_root
-@pytest.mark.skipif(_thp_off(), reason="transparent huge pages are off: buffers are scattered 4 KiB pages")
+@pytest.mark.needs("thp")
 @pytest.mark.parametrize("bs", [MiB, 4 * MiB])
 def test_with_hugepage_buffers_each_direct_call_reaches_the_device_in_as_few_requests_as_its_queue_allows(
     ram_scratch, bs
@@ -426,7 +418,7 @@ def _huge_kib(address: int) -> int:
     raise AssertionError(f"no mapping holds {address:#x}")
 
 
-@pytest.mark.skipif(_thp_off(), reason="transparent huge pages are off: every buffer is in 4 KiB pages anyway")
+@pytest.mark.needs("thp")
 def test_the_buffers_are_in_4_kib_pages_unless_hugepage_is_asked_for():
     """io.buffer page (the default): 4 KiB pages whatever the machine's THP setting says, as fio's and IOR's
     malloc'd buffers are under `madvise`; hugepage: the mapping is backed by huge pages."""

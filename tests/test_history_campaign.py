@@ -35,7 +35,7 @@ FAST, SLOW = 16 * 10**6, 5 * 10**6
 NAMES = [f"nvme-2026-{m:02d}" for m in range(7, 13)]
 
 
-def campaign(workdir: Path, name: str, disk: str, scratch: Path, **extra):
+def campaign(workdir: Path, name: str, disk: str, scratch: Path, ok: bool = True, **extra):
     config = {
         "campaign": name,
         "scratch": str(scratch / "c"),
@@ -48,7 +48,7 @@ def campaign(workdir: Path, name: str, disk: str, scratch: Path, **extra):
     cfg.write_text(yaml.safe_dump(config))
     argv = [str(SNAKEMAKE), "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", "--configfile", cfg]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"{name}: snakemake failed:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0 or not ok, f"{name}: snakemake failed:\n{proc.stderr[-4000:]}"
     return proc
 
 
@@ -103,8 +103,10 @@ def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_pat
         # `history` reruns only the append, nothing measures
         with postgres_server(PG_PASSWORD) as postgres:
             monkeypatch.setenv("PGPASSWORD", PG_PASSWORD)
-            for name in NAMES:
-                proc = campaign(work, name, disk, ram_scratch, history=postgres)
+            host, port = postgres.split("@")[1].split("/")[0].split(":")
+            conninfo = f"host={host} port={port} user=postgres dbname=postgres"  # libpq's key=value form of it
+            for i, name in enumerate(NAMES):
+                proc = campaign(work, name, disk, ram_scratch, history=conninfo if i % 2 else postgres)
                 assert re.search(r"rule history\b", proc.stderr)
                 assert not re.search(r"rule (mkfs|write|read)\b", proc.stderr)
             # back to the SQLite store: rule history runs again, appends nothing and makes no run (nothing measured)
@@ -120,6 +122,14 @@ def test_six_runs_with_the_device_slowed_from_the_fourth_on(ram_scratch, tmp_pat
             assert found.returncode == 1, found.stdout + found.stderr
             sqlite_csv, pg_csv = (pd.read_csv(work / f) for f in ("changes.csv", "changes-pg.csv"))
             assert sqlite_csv.drop(columns=["series"]).equals(pg_csv.drop(columns=["series"]))
+            for given in (
+                f"{postgres.replace('postgres@', f'postgres:{PG_PASSWORD}@')}",
+                f"{conninfo} password={PG_PASSWORD}",
+            ):
+                refused = campaign(work, "refused", disk, ram_scratch, history=given, ok=False)
+                assert refused.returncode != 0 and "PGPASSWORD" in refused.stderr, refused.stderr[-2000:]
+                assert PG_PASSWORD not in refused.stdout + refused.stderr
+                (work / "refused.yaml").unlink()  # the user's own file, the one place they wrote it
     no_password_in(work)
 
 

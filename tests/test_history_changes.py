@@ -1,8 +1,12 @@
 """The change-point method judged on synthetic series (seeded), and what `history changes` says about a change.
 
-Every threshold here is checked on seeds never used to choose one: changes.py's were chosen on seeds 0-99 of
-benchmarks/history.py (--choose); these start at 50,000 (issue 29)."""
+Every threshold here is checked on seeds never used to choose one: changes.py's were chosen on benchmarks/history.py's
+development seeds (--develop); these start at 50,000 (issue 29). Each count's threshold comes from a target or a bound
+(issue 40: benchmarks/history.py's targets and best_at_its_run), less the room a method exactly at it has on as many
+seeds (at_least, at_most), never from where the last result landed."""
 
+import functools
+import importlib.util
 import os
 import subprocess
 import sys
@@ -10,28 +14,50 @@ import sys
 import numpy as np
 import pandas as pd
 
-from fsbench.history import changes
+from fsbench.history import changes, key, store
 from fsbench.history.key import KEY_COLUMNS
 
-from conftest import REPO
+from conftest import REPO, row
 
 SEEDS = range(50_000, 50_100)  # never used to choose a threshold
+
+
+@functools.cache
+def bench():
+    """benchmarks/history.py: its targets, its series model and its bound."""
+    spec = importlib.util.spec_from_file_location("bench_history", REPO / "benchmarks" / "history.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def at_least(rate: float, n: int) -> int:
+    """The fewest of n a method that finds `rate` of them shows on n seeds, but for 1 in 40: its count less two
+    standard errors (the seeds are fixed, so a pass or a failure is the same every time)."""
+    return int(np.ceil(n * rate - 2 * np.sqrt(n * rate * (1 - rate))))
+
+
+def at_most(rate: float, n: int) -> int:
+    """The most of n a method that alarms at `rate` shows on n seeds, but for 1 in 40."""
+    return int(np.floor(n * rate + 2 * np.sqrt(n * rate * (1 - rate))))
 
 
 def noisy(rng, n, level=100.0, noise=0.03):
     return level * (1 + noise * rng.standard_normal(n))
 
 
-def test_a_10_percent_step_at_3_percent_noise_is_found_within_3_runs_after_it():
-    """20 runs, then the step: once 3 runs after it are in, it is confirmed at the right run in >= 87 % of seeds
-    (89 here; issue 28 asks 90 %: docs/bench-history.md has 89-90 % on 1,000 series, and an oracle that knows
-    both levels places ~94 % at the right run; the rest is cut a run off or missed)."""
-    found = 0
+def test_a_10_percent_step_at_a_random_run_is_found_there_near_the_bound():
+    """23 runs of 3 repeats at 3 % nightly noise, a 10 % step at a random run from 3 to 20 (every run a confirmed
+    change may sit at): confirmed at its run within 2 points of the best any rule can do under that constraint,
+    and at its run or one off in 95 % (issue 40's targets), on 100 seeds."""
+    b = bench()
+    exact = near = 0
     for seed in SEEDS:
-        rng = np.random.default_rng(seed)
-        values = np.r_[noisy(rng, 20), noisy(rng, 3, level=110.0)]
-        found += any(c.index == 20 and c.confirmed for c in changes.find(values))
-    assert found >= 87, f"found in {found} of 100"
+        e, n = b.ten_percent_alone(np.random.default_rng(seed), 1)
+        exact, near = exact + e, near + n
+    best = b.best_at_its_run(1.1, None)
+    assert exact >= at_least(best - b.NEAR_BOUND, 100), f"found at its run in {exact} of 100 (best {best:.1%})"
+    assert near >= at_least(b.ONE_OFF_TARGET, 100), f"found at its run or one off in {near} of 100"
 
 
 def test_a_3x_step_is_suspected_from_the_first_run_after_it():
@@ -50,7 +76,7 @@ def test_a_3x_step_is_suspected_from_the_first_run_after_it():
         found = [(c.index, c.confirmed) for c in changes.find(values)]
         assert found[-1] == (20, False), seed
         others += len(found) > 1
-    assert others <= 5
+    assert others <= at_most(0.05, 100)
 
 
 def test_after_only_3_runs_a_step_is_suspected_by_its_factor_not_by_a_noise_from_two_differences():
@@ -69,28 +95,110 @@ def test_after_only_3_runs_a_step_is_suspected_by_its_factor_not_by_a_noise_from
     assert changes.find([100, 100.2, 100.1, 88]) == []
 
 
+def nightly_store(where, nights):
+    """A nightly job's store: the same campaign every night, results cleared; `nights`: (io.runtime, MB/s of its
+    3 repeats) per night, the write series of one raw device."""
+    provenance = {"arrays": {"demo": {"spec": {"kind": "loop", "size": 2**30}, "devices": [{"model": "loop"}]}}}
+    for night, (runtime, rates) in enumerate(nights, start=1):
+        started = f"2026-12-{night:02d}T02:30:0"
+        cell = {"array_spec": {"kind": "loop"}, "fs": None, "size": 10**9, "runtime": runtime, "cache": "drop"}
+        entries = []
+        for rep, rate in enumerate(rates, start=1):
+            r = row("raw", "write", rate, rep, campaign="nightly", started_at=f"{started}{rep}+00:00")
+            r |= {"workload": "io", "iodepth": 1, "shared_file": False, "lat_p50_us": 10.0}
+            entries += key.entries(pd.DataFrame([r]), provenance, {}, {}, cell_of=lambda _, c=cell: c)
+        store.append(where, entries)  # one night: one run
+
+
+def test_the_nightly_3x_slowdown_is_suspected_after_two_nights_and_what_is_not_judged_says_why(tmp_path):
+    """io.runtime 2 s on nights 1-2, 3 s from night 3 (a new series), the device held at 60 MB/s from night 5: the
+    3 s series holds 199.8, 199.8 (3 repeats each, spread 0.1 %), then 60.0. Its repeats say how much a run
+    varies: the drop is suspected from night 5 (not after two nights of one repeat each), and both short series
+    are listed as not tested, with why."""
+    fast, slow = [199.7, 199.8, 199.9], [59.95, 60.0, 60.05]
+    where = str(tmp_path / "history.sqlite")
+    nights = [(2, fast), (2, fast), (3, fast), (3, fast), (3, slow)]
+    nightly_store(where, nights)
+    env = os.environ | {"PYTHONPATH": str(REPO / "scripts")}
+    argv = [sys.executable, "-m", "fsbench", "history", "changes", "--store", where, "--csv", str(tmp_path / "c.csv")]
+    said = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert said.returncode == 0, said.stderr
+    found = pd.read_csv(tmp_path / "c.csv")
+    assert list(found["verdict"]) == ["suspected"] and list(found["after_run"]) == ["nightly 2026-12-05T02:30:01+00:00"]
+    assert found["ratio"].iloc[0] == 60.0 / 199.8
+    assert "not tested:" in said.stdout and "2 runs: too few to judge" in said.stdout, said.stdout
+    assert "3 runs: a step is tested from 6 on" in said.stdout, said.stdout
+    nightly_store(where, [(3, slow)])  # night 6: still suspected, at night 5
+    said = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert list(pd.read_csv(tmp_path / "c.csv")["after_run"]) == ["nightly 2026-12-05T02:30:01+00:00"]
+    # one repeat a night: two nights are no noise estimate, the same drop waits for a third night before it
+    assert changes.judge([[199.8, 199.8, 60.0, 60.0]]) == [[]]
+    assert [(c.index, c.confirmed) for c in changes.find([199.8, 199.8, 199.8, 60.0])] == [(3, False)]
+    # and repeats that reach the step's level say the runs before it were that noisy: not suspected
+    wide = [[58, 200, 3], [190, 210, 3], [59, 61, 3]]
+    assert changes.judge([[199.8, 199.8, 60.0]], reps=[wide]) == [[]]
+
+
+def test_the_campaign_trend_page_judges_as_history_changes_does(tmp_path):
+    """A store of two campaigns' cells: the campaign `mine` has one series with an 8 % drop (p 0.02 on its own),
+    `theirs` 30 flat series. Judged alone, as the campaign's trend page used to judge its own cells, the drop is a
+    regression; with the store's 31 series, as `history changes` judges, it is not. The page now says what
+    `history changes` says, names the family it was judged with, and labels runs readably."""
+    from fsbench.history import commands
+
+    rng = np.random.default_rng(13)
+    mine = 100 * np.exp(0.03 * rng.standard_normal(12))
+    mine[6:] *= 0.92
+    theirs = [100 * np.exp(0.03 * rng.standard_normal(12)) for _ in range(30)]
+    assert [c.index for c in changes.find(mine)] == [7]  # where the two families disagree
+    provenance = {"arrays": {"demo": {"spec": {"kind": "loop", "size": 2**30}, "devices": [{"model": "loop"}]}}}
+    where = str(tmp_path / "history.sqlite")
+    series = {}
+    for night in range(12):
+        entries = []
+        for campaign, target, value in [("mine", "m", mine[night])] + [
+            ("theirs", f"t{i}", v[night]) for i, v in enumerate(theirs)
+        ]:
+            r = row(target, "write", value, 1, campaign=campaign, started_at=f"2026-11-{night + 1:02d}T17:14:25+00:00")
+            r |= {"workload": "io", "iodepth": 1, "shared_file": False, "lat_p50_us": 10.0, "fs_type": "raw"}
+            size = 10**9 + int(target[1:] or -1)  # a cell of its own: a series of its own
+            cell = {"array_spec": {"kind": "loop"}, "fs": None, "size": size, "cache": "drop"}
+            entries += key.entries(pd.DataFrame([r]), provenance, {}, {}, cell_of=lambda _, c=cell: c)
+            series[target] = entries[-1]["series"]
+        store.append(where, entries)
+    page = commands.trends(where, tmp_path / "trends.html", "t", 0.05, 10, series={series["m"]}, files=False)
+    text = page.read_text()
+    said = commands.changes_mod.analyse(commands.points_mod.points(store.load(where)), store.load_marks(where), 0.05)
+    assert said[said["series"] == series["m"]].empty  # history changes: no change in it
+    assert "data-verdict=''" in text and "regression" not in text.split("<div class='grid'>")[1]
+    assert "judged with all 31 series of the store" in text
+    assert "2026-11-01T17:14:25" not in text  # runs are labelled 'mine 11-01 17:14', not by their whole id
+
+
 def test_one_test_per_series_and_benjamini_hochberg_across_them():
     """50 flat series of 20 runs judged in one call: no alarm in >= 95 of 100 stores (3 % noise)."""
     alarmed = 0
     for seed in range(60_000, 60_100):
         rng = np.random.default_rng(seed)
         alarmed += any(changes.judge([noisy(rng, 20) for _ in range(50)]))
-    assert alarmed <= 5, f"{alarmed} of 100 stores had an alarm"
+    assert alarmed <= at_most(bench().FLAT_TARGET, 100), f"{alarmed} of 100 stores had an alarm"
     assert changes.bh_cutoff([0.001, 0.02, 0.04, 0.5], fdr=0.05) == 0.02  # 0.001 ≤ .0125, 0.02 ≤ .025, 0.04 > .0375
     assert changes.bh_cutoff([0.3, 0.9]) == -1.0
 
 
-def test_series_of_one_noise_borrow_it_from_each_other():
-    """Stores of 50 series at 3 % noise, 10 of them stepping 10 % with 3 runs after: each series' t leans on the
-    noise of all (changes.noise_prior), which finds 268 of 300 steps at their run here; each series on its own
-    noise found 227."""
-    found = 0
-    for seed in range(50_000, 50_030):
-        rng = np.random.default_rng(seed)
-        stepped = [np.r_[noisy(rng, 20), noisy(rng, 3, level=110.0 if i % 2 else 100 / 1.1)] for i in range(10)]
-        judged = changes.judge(stepped + [noisy(rng, 23) for _ in range(40)])
-        found += sum(any(c.index == 20 and c.confirmed for c in judged[i]) for i in range(10))
-    assert found >= 255, f"found {found} of 300"
+def test_series_of_one_noise_borrow_it_from_each_other(monkeypatch):
+    """Stores of 50 series at 3 % noise, 10 of them stepping 10 % at random runs: each series' t leans on the
+    noise of all (changes.noise_prior), which finds the steps at their run within 2 points of the best any rule
+    can do (issue 40's target), and more of them than each series on its own noise finds."""
+    b = bench()
+
+    def found() -> int:
+        return sum(b.ten_percent_stores(np.random.default_rng(seed), 1)[0] for seed in range(50_000, 50_030))
+
+    borrowed = found()
+    assert borrowed >= at_least(b.best_at_its_run(1.1, None) - b.NEAR_BOUND, 300), f"found {borrowed} of 300"
+    monkeypatch.setattr(changes, "PRIOR_SERIES", 10**9)  # no call has that many: each series keeps its own noise
+    assert found() < borrowed
 
 
 def test_the_noise_prior_borrows_only_what_the_series_share():
@@ -108,7 +216,7 @@ def test_the_noise_prior_borrows_only_what_the_series_share():
 
 def test_flat_series_of_30_runs_raise_at_most_5_percent_false_alarms():
     alarms = sum(bool(changes.find(noisy(np.random.default_rng(1000 + seed), 30))) for seed in SEEDS)
-    assert alarms <= 5, f"{alarms} of 100 flat series had a change point"
+    assert alarms <= at_most(bench().FLAT_TARGET, 100), f"{alarms} of 100 flat series had a change point"
 
 
 def test_one_outlying_run_is_not_a_step():
@@ -122,7 +230,7 @@ def test_one_outlying_run_is_not_a_step():
         found = changes.find(values)
         assert not [c.index for c in found if c.index in (at, at + 1)], f"seed {seed}: the outlier made a step"
         alarms += bool(found)
-    assert alarms <= 5
+    assert alarms <= at_most(bench().FLAT_TARGET, 100)
 
 
 def test_too_few_runs_are_no_series_to_judge():
@@ -195,4 +303,5 @@ def test_the_benchmark_runs_in_smoke_mode():
         [sys.executable, str(REPO / "benchmarks/history.py")], env=env, capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("| flat, ") == 3 and proc.stdout.count("| 3× step") == 2 and "of 3 stores" in proc.stdout
+    assert proc.stdout.count("| flat, ") == 3 and proc.stdout.count("| 3× step") == 3 and "of 3 stores" in proc.stdout
+    assert proc.stdout.count("| 10 % step at a random run") == 4 and "Reading it (generated" in proc.stdout

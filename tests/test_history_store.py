@@ -177,6 +177,30 @@ def test_a_url_with_a_password_is_refused_and_says_where_the_password_goes():
     assert store.url_of("postgresql://me@db.example/perf").startswith("postgresql+psycopg://me@")
 
 
+def test_a_libpq_key_value_string_is_postgresql_and_refused_with_a_password(postgres_tcp, tmp_path, monkeypatch):
+    """`host=db user=bench` (libpq's conninfo, no ://) is a PostgreSQL store, not an SQLite file of that name; with
+    password= it is refused as a URL with one is, and the message does not show it."""
+    base = {"campaign": "c", "arrays": {"a": {"kind": "path", "path": "/tmp"}}}
+    for given in ("host=db.example user=me password=s3cret", "host=db.example password='s3 cret' dbname=perf"):
+        with pytest.raises(ConfigError) as e:
+            validate(base | {"history": given})
+        assert "s3" not in str(e.value) and "password=***" in str(e.value) and "PGPASSWORD" in str(e.value)
+        with pytest.raises(ConfigError, match="PGPASSWORD"):  # --store too
+            store.load(given)
+    assert validate(base | {"history": "service=perf"})["history"] == "service=perf"
+    host, port = postgres_tcp.split("@")[1].split("/")[0].split(":")
+    monkeypatch.chdir(tmp_path)  # an SQLite file named after the string would land here
+    given = f"host={host} port={port} user=postgres dbname=postgres"
+    assert store.append(given, run_rows("conninfo"))["added"] == 12
+    assert count(postgres_tcp, "conninfo") == 12 and not list(tmp_path.iterdir())
+    assert store.describe(given) == f"postgresql+psycopg://?dbname=postgres&host={host}&port={port}&user=postgres"
+    service = tmp_path.parent / "pg_service.conf"  # a bare service= name: libpq reads the rest from the file
+    service.write_text(f"[perf]\nhost={host}\nport={port}\nuser=postgres\ndbname=postgres\n")
+    monkeypatch.setenv("PGSERVICEFILE", str(service))
+    assert count("service=perf", "conninfo") == 12 and not list(tmp_path.iterdir())
+    assert store.url_of("a=b.sqlite") == f"sqlite:///{tmp_path / 'a=b.sqlite'}"  # no libpq keyword: a file
+
+
 def test_libpq_finds_the_password_in_pgpass_and_not_at_all_fails_in_one_line(postgres_tcp, monkeypatch, tmp_path):
     monkeypatch.delenv("PGPASSWORD")
     monkeypatch.setenv("PGPASSFILE", str(tmp_path / "nowhere"))

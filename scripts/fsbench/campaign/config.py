@@ -198,10 +198,40 @@ PASSWORD_PLACES = (
 )
 
 
+# libpq's connection keywords (PostgreSQL 16, "Parameter Key Words"): a store given as `host=db user=bench` or
+# `service=perf` (a conninfo string, no ://) is PostgreSQL, not an SQLite file of that name.
+LIBPQ_KEYWORDS = frozenset(
+    "host hostaddr port dbname user password passfile require_auth channel_binding connect_timeout "
+    "client_encoding options application_name fallback_application_name keepalives keepalives_idle "
+    "keepalives_interval keepalives_count tcp_user_timeout replication gssencmode sslmode requiressl "
+    "sslcompression sslcert sslkey sslpassword sslcertmode sslrootcert sslcrl sslcrldir sslsni "
+    "requirepeer ssl_min_protocol_version ssl_max_protocol_version krbsrvname gsslib gssdelegation service "
+    "target_session_attrs load_balance_hosts".split()
+)
+# One keyword = value pair as libpq reads it: the value bare, or single-quoted with backslash escapes.
+_PAIR = re.compile(r"\s*([A-Za-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|[^\s']+)\s*")
+
+
+def conninfo(store: str) -> dict[str, str] | None:
+    """A libpq key=value string's pairs (`host=db user=bench`, `service=perf`), or None when `store` is not one."""
+    if "://" in store or "=" not in store:
+        return None
+    pairs, at = {}, 0
+    while at < len(store):
+        found = _PAIR.match(store, at)
+        if not found or found.group(1) not in LIBPQ_KEYWORDS:
+            return None
+        value = found.group(2)
+        pairs[found.group(1)] = re.sub(r"\\(.)", r"\1", value[1:-1]) if value.startswith("'") else value
+        at = found.end()
+    return pairs or None
+
+
 def url_password(store: str) -> bool:
-    """Whether a store URL carries a password (user:pw@host, or ?password=)."""
+    """Whether a store carries a password: a URL's user:pw@host or ?password=, or a key=value string's password=
+    (anything that is no URL and names a password= is taken to carry one: it would become a file name)."""
     if "://" not in store:
-        return False
+        return re.search(r"(^|\s)password\s*=", store) is not None
     parts = urllib.parse.urlsplit(store)
     try:
         given = parts.password is not None
@@ -211,15 +241,17 @@ def url_password(store: str) -> bool:
 
 
 def without_password(store: str) -> str:
-    """The URL as a message may show it."""
+    """The store as a message may show it."""
     shown = re.sub(r"^([a-z0-9+]+://[^/:@]*):[^/@]*@", r"\1:***@", store)
+    shown = re.sub(r"(^|\s)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)", r"\1\2***", shown)
     return re.sub(r"([?&]password=)[^&]*", r"\1***", shown)
 
 
 def password_refused(key: str, store: str) -> ConfigError:
     return ConfigError(
-        f"config key '{key}': value {without_password(store)!r} is not allowed; allowed: a URL without a password "
-        f"(it would be written into .snakemake/ and the logs); give the password in {PASSWORD_PLACES}"
+        f"config key '{key}': value {without_password(store)!r} is not allowed; allowed: a URL or libpq key=value "
+        f"string without a password (it would be written into .snakemake/ and the logs); give the password in "
+        f"{PASSWORD_PLACES}"
     )
 
 

@@ -13,7 +13,7 @@ The test (binary segmentation): in a piece of a series, every cut with at least 
 tried, and the one with the largest two-sample t statistic (Student's, the noise pooled within the two segments and
 moderated by the noise of the other series of the call: noise_prior) is the candidate (its place: the cut of
 highest posterior, which sets a step with few runs after it one run early less often). Its p-value is read against
-the largest t of 20,000 simulated flat series of as many runs (normal noise; the statistic does not depend on its
+the largest t of NULL_DRAWS simulated flat series of as many runs (normal noise; the statistic does not depend on its
 level), so picking the best cut does not make the test anti-conservative. Welch's test would not do: with 3 runs
 after a step it has about 2 degrees of freedom and misses even a 10 % step at 3 % noise. Tried and dropped: a
 Bonferroni correction over the cuts (74 % of 10 % steps found in stores of 50 series, against 77 %); pulling wild
@@ -31,11 +31,12 @@ The moderation (limma's, Smyth 2004): 20 runs say little about a series' noise, 
 largest t over the cuts of 23 runs with the noise estimated is far above that with the noise known (3.9 against
 3.3). The series of one call, fitted as scaled inverse chi-squares, say how much their noises differ:
 when they share one noise (d0 large) each series' t leans on it and gains most of that; when they differ (d0
-small) each keeps its own. The null is simulated under the same prior (its variance drawn for each flat series).
-It needs PRIOR_SERIES pieces in a call: a series judged alone keeps its own noise. Measured (seeds 10,000 on):
-10 % steps in stores of 50 series found at their run 80.5 -> 87.9 % (an oracle knowing the noise: 87.9 %); at
-FDR 5 % the flat stores alarmed more often (7 of 100), so FDR went to 3 %, chosen on seeds 0-99 as the largest
-with every flat row at most 5 of 100 there (docs/bench-history.md).
+small) each keeps its own. The null is simulated with the prior estimated as here: its flat series drawn with
+variances from the store's prior and judged in calls of as many series, each call estimating its own prior from
+them (_null), so that the prior's bias (each variance taken at its series' best cut) and its uncertainty are in
+the null too. It needs PRIOR_SERIES pieces in a call: a series judged alone keeps its own noise. FDR was chosen
+on the benchmark's development seeds (issue 28-29); how it fares: docs/bench-history.md, on seeds used for
+nothing else.
 
 With fewer than MIN_SIZE runs after it a step cannot be tested yet. When every run after the last change (or
 the start) lies beyond SUSPECT_SIGMAS × the noise of the runs before it, all on one side, and by at least
@@ -43,10 +44,13 @@ the start) lies beyond SUSPECT_SIGMAS × the noise of the runs before it, all on
 confirms it (`regression` or `improvement`) or not. With fewer than 2 × MIN_SIZE runs before it, their noise (from
 two to four differences) is not known well enough to count sigmas (three nights wobbling 12 % put 20 of them
 beyond a 3.2x drop; three equal ones put them under a 12 % wobble): the runs after it must lie beyond a factor
-SUSPECT_RATIO instead (a 3x step after 3 runs at 3-12 % noise: suspected in 1,000 of 1,000, from 479 by sigmas).
+SUSPECT_RATIO instead, and past every repeat of the runs before it. A run's own repeats are a noise estimate that
+needs no other run (if a smaller one than the nights' noise: back to back, they share the day), so SHORT_RUNS (2)
+repeated runs before a step suffice, where runs of one repeat each need MIN_SIZE (a nightly job's 3.3x drop on its
+third night of a new series: issue 40). `untested` lists the pieces too short to test, and why.
 
-The thresholds (FDR, SUSPECT_SIGMAS) were chosen on benchmark seeds 0-99 (benchmarks/history.py --choose) and
-are judged on seeds from 10,000 on, which never chose anything.
+The thresholds (FDR, SUSPECT_SIGMAS, SUSPECT_RATIO) were chosen on the benchmark's development seeds
+(benchmarks/history.py --develop) and are judged on its final seeds, which never chose anything.
 """
 
 import functools
@@ -58,12 +62,14 @@ from scipy import special
 
 from . import io500
 from .key import DIRECTION, HIGHER, KEY_COLUMNS
+from .points import label
 
 MIN_SIZE = 3  # runs on each side of a confirmed change: a step shows only when it lasts
 FDR = 0.03  # Benjamini–Hochberg's false discovery rate across the series of one call
 MIN_CHANGE = 0.05  # history_min_change's default: smaller steps of the median are not reported
 SUSPECT_SIGMAS = 20.0  # how far outside the noise the runs after a fresh step must lie to be suspected
 SUSPECT_RATIO = 2.0  # how far off (a factor) they must lie when too few runs before them tell the noise
+SHORT_RUNS = 2  # the fewest runs before a suspected step when they were repeated (each run's repeats its noise)
 NOISE_FLOOR = 0.005  # the least noise assumed (0.5 %): a series repeated to the last digit is not cut at a wobble
 # The metric each series is tested on, by workload and op (an IO500 phase: its figure, io500.metric).
 LEAD = {"write": "mb_s_durable", "read": "mb_s", "metadata": "iops"}
@@ -119,7 +125,10 @@ def _max_t(
     return cuts[np.argmax(log_post, axis=-1)], best_t
 
 
-NULL_DRAWS = 20_000  # simulated flat series per length: p-values down to 1/20,001
+# Simulated flat series per length: p-values down to 1/100,001. Benjamini–Hochberg in a store of 50 series at FDR
+# 3 % asks p ≤ 0.0006 of its first series, where 20,000 draws left ~12 above: that tail's sampling error made 13
+# of 300 flat stores alarm (development seeds), 100,000 draws 9, the 3 % the FDR promises.
+NULL_DRAWS = 100_000
 PRIOR_SERIES = 10  # fewer pieces in one call say too little about how their noises spread to borrow from
 PRIOR_DOF_MAX = 200  # a prior worth more runs is as good as a known noise (and its null is cached by d0)
 
@@ -153,35 +162,54 @@ def _trigamma_inverse(y: float) -> float:
 
 
 @functools.cache
-def _null(n: int, min_size: int, d0: float = 0.0) -> np.ndarray:
+def _null(n: int, min_size: int, d0: float = 0.0, pieces: int = 0) -> np.ndarray:
     """The largest t over all cuts of flat series of n runs with normal noise, sorted: the null distribution of
     the statistic best_cut picks, so that the choice of the cut is accounted for (the statistic does not depend
-    on the noise's level). With a prior worth d0 runs, each series' variance is drawn from it (s0² = 1). A fixed
-    seed: the same store gives the same answer every time."""
+    on the noise's level). With a prior worth d0 runs, each series' variance is drawn from it, and the draws are
+    judged in calls of `pieces` series, each call's prior estimated from its own series exactly as judge
+    estimates it from a store (noise_prior of each series' variance at its best cut, biased low under the null,
+    and as uncertain as `pieces` series make it): a prior taken as known would make the real statistic look
+    larger than its null. A fixed seed: the same store gives the same answer every time."""
     rng = np.random.default_rng(20261205)
-    draws = rng.standard_normal((NULL_DRAWS, n))
-    if d0:
-        draws *= np.sqrt(d0 / rng.chisquare(d0, NULL_DRAWS))[:, None]
-    return np.sort(_max_t(draws, min_size, prior=(d0, 1.0))[1])
+    calls = max(NULL_DRAWS // max(pieces, PRIOR_SERIES), 1)
+    per_call = NULL_DRAWS // calls
+    draws = rng.standard_normal((calls * per_call, n))
+    if not d0:
+        return np.sort(_max_t(draws, min_size)[1])
+    draws *= np.sqrt(d0 / rng.chisquare(d0, len(draws)))[:, None]
+    variances = _residual_variances(draws, min_size).reshape(calls, per_call)
+    found = []
+    for call, v in zip(draws.reshape(calls, per_call, n), variances, strict=True):
+        found.append(_max_t(call, min_size, prior=noise_prior(v, np.full(per_call, n - 2)))[1])
+    return np.sort(np.concatenate(found))
 
 
-def _residual_variance(logs: np.ndarray, min_size: int) -> float:
-    """A piece's noise as a variance, within the two segments of its best cut (a step does not inflate it)."""
-    n = len(logs)
-    cut = int(_max_t(logs[None, :], min_size)[0][0])
-    return float((np.var(logs[:cut]) * cut + np.var(logs[cut:]) * (n - cut)) / (n - 2))
+def _residual_variances(logs: np.ndarray, min_size: int) -> np.ndarray:
+    """Each row's noise as a variance, within the two segments of its best cut (a step does not inflate it)."""
+    n = logs.shape[-1]
+    cut = _max_t(logs, min_size)[0]
+    idx = np.arange(n)
+    before = idx < cut[:, None]
+    ss = 0.0
+    for part in (before, ~before):
+        k = part.sum(axis=1)
+        mean = np.where(part, logs, 0).sum(axis=1) / k
+        ss = ss + np.where(part, (logs - mean[:, None]) ** 2, 0).sum(axis=1)
+    return ss / (n - 2)
 
 
-def best_cut(logs: np.ndarray, min_size: int = MIN_SIZE, prior: tuple = (0.0, 0.0)) -> tuple[int, float]:
-    """The cut with the largest t statistic (noise moderated by `prior`), and its p-value against the largest t
-    of simulated flat series of as many runs: the choice of the cut is accounted for. (0, 1.0) when the piece is
-    too short to cut."""
+def best_cut(
+    logs: np.ndarray, min_size: int = MIN_SIZE, prior: tuple = (0.0, 0.0), pieces: int = 0
+) -> tuple[int, float]:
+    """The cut with the largest t statistic (noise moderated by `prior`, estimated from `pieces` pieces), and its
+    p-value against the largest t of simulated flat series of as many runs: the choice of the cut is accounted
+    for. (0, 1.0) when the piece is too short to cut."""
     logs = np.asarray(logs, dtype=float)
     n = len(logs)
     if n < 2 * min_size:
         return 0, 1.0
     cut, t = _max_t(logs[None, :], min_size, NOISE_FLOOR, locate=True, prior=prior)
-    null = _null(n, min_size, prior[0])
+    null = _null(n, min_size, prior[0], pieces if prior[0] else 0)
     above = len(null) - np.searchsorted(null, t[0], side="left")
     return int(cut[0]), float((above + 1) / (len(null) + 1))
 
@@ -190,28 +218,33 @@ def _magnitude(before: float, after: float) -> float:
     return abs(after / before - 1) if before else float("inf")
 
 
-def _segment(values, logs, lo, hi, cutoff, min_change, min_size, prior, first=None) -> list[Change]:
-    cut, p = first if first is not None else best_cut(logs[lo:hi], min_size, prior)
+def _segment(values, logs, lo, hi, cutoff, min_change, min_size, prior, pieces, first=None) -> list[Change]:
+    cut, p = first if first is not None else best_cut(logs[lo:hi], min_size, prior, pieces)
     if p > cutoff:
         return []
     cut += lo
     before, after = float(np.median(values[lo:cut])), float(np.median(values[cut:hi]))
     if _magnitude(before, after) < min_change:
         return []
-    left = _segment(values, logs, lo, cut, cutoff, min_change, min_size, prior)
-    right = _segment(values, logs, cut, hi, cutoff, min_change, min_size, prior)
+    left = _segment(values, logs, lo, cut, cutoff, min_change, min_size, prior, pieces)
+    right = _segment(values, logs, cut, hi, cutoff, min_change, min_size, prior, pieces)
     return [*left, Change(cut, p, before, after), *right]
 
 
-def suspected(values, logs, start: int, min_change: float, min_size: int = MIN_SIZE) -> Change | None:
+def suspected(values, logs, start: int, min_change: float, min_size: int = MIN_SIZE, reps=None) -> Change | None:
     """A fresh step at the end of a piece whose runs from `start` on (the last change, or the piece's start) are
     too few to test it: the first run k (fewer than min_size from the end) from which every run lies beyond
     SUSPECT_SIGMAS × the noise of the runs start..k, on one side, by at least min_change. With fewer than
     2 × min_size runs start..k their noise is not known (from two differences it is often 3 times too small or
-    too large): beyond a factor SUSPECT_RATIO instead."""
+    too large): beyond a factor SUSPECT_RATIO instead, and beyond every repeat of those runs (`reps`: each
+    run's lowest and highest repeat and their number): a run's own repeats are its noise, so that SHORT_RUNS runs
+    repeated are enough to stand on, where runs of one repeat each need min_size."""
     n = len(values)
-    for k in range(max(start + min_size, n - min_size + 1), n):
+    for k in range(max(start + SHORT_RUNS, n - min_size + 1), n):
         ref, tail = logs[start:k], logs[k:]
+        repeated = reps is not None and (reps[start:k, 2] >= 2).all()
+        if len(ref) < min_size and not repeated:
+            continue
         level = float(np.median(ref))
         limit = SUSPECT_SIGMAS * noise(ref) if len(ref) >= 2 * min_size else np.log(SUSPECT_RATIO)
         if (np.abs(ref - level) >= limit).any():  # the step began earlier: not a fresh one
@@ -221,6 +254,10 @@ def suspected(values, logs, start: int, min_change: float, min_size: int = MIN_S
             continue
         if np.min(np.abs(off)) < limit:
             continue
+        if len(ref) < 2 * min_size and reps is not None:  # and past every repeat before it
+            low, high = _logs(reps[start:k, 0]).min(), _logs(reps[start:k, 1]).max()
+            if not ((tail > high).all() or (tail < low).all()):
+                continue
         before, after = float(np.median(values[start:k])), float(np.median(values[k:]))
         if _magnitude(before, after) >= min_change:
             return Change(k, float("nan"), before, after, confirmed=False)
@@ -240,24 +277,29 @@ def bh_cutoff(pvalues, fdr: float = FDR) -> float:
     return float(p[ok[-1]]) if len(ok) else -1.0
 
 
-def judge(pieces: list, min_change: float = MIN_CHANGE, fdr: float = FDR, min_size: int = MIN_SIZE) -> list:
+def judge(
+    pieces: list, min_change: float = MIN_CHANGE, fdr: float = FDR, min_size: int = MIN_SIZE, reps: list | None = None
+) -> list:
     """The changes of each piece (a series' run values in time order), Benjamini–Hochberg across all of them.
+    `reps`: per piece, each run's (lowest repeat, highest repeat, repeats), or None where unknown.
 
     A suspected step at the end of a piece is looked for first, and the runs from it on are left out of the test:
     one wild last run would otherwise make the best cut of the runs before it."""
     pieces = [np.asarray(v, dtype=float) for v in pieces]
     logs = [_logs(v) for v in pieces]
-    tails = [suspected(v, lg, 0, min_change, min_size) for v, lg in zip(pieces, logs, strict=True)]
+    reps = [None if r is None else np.asarray(r, dtype=float) for r in reps or [None] * len(pieces)]
+    tails = [suspected(v, lg, 0, min_change, min_size, r) for v, lg, r in zip(pieces, logs, reps, strict=True)]
     ends = [t.index if t else len(v) for t, v in zip(tails, pieces, strict=True)]
     testable = [lg[:end] for lg, end in zip(logs, ends, strict=True) if end >= 2 * min_size]
-    prior = noise_prior([_residual_variance(lg, min_size) for lg in testable], [len(lg) - 2 for lg in testable])
-    firsts = [best_cut(lg[:end], min_size, prior) for lg, end in zip(logs, ends, strict=True)]
+    variances = [float(_residual_variances(lg[None, :], min_size)[0]) for lg in testable]
+    prior = noise_prior(variances, [len(lg) - 2 for lg in testable])
+    firsts = [best_cut(lg[:end], min_size, prior, len(testable)) for lg, end in zip(logs, ends, strict=True)]
     cutoff = bh_cutoff([p for _, p in firsts], fdr)
     found = []
-    for values, lg, first, tail, end in zip(pieces, logs, firsts, tails, ends, strict=True):
-        changes = _segment(values[:end], lg[:end], 0, end, cutoff, min_change, min_size, prior, first)
+    for values, lg, first, tail, end, r in zip(pieces, logs, firsts, tails, ends, reps, strict=True):
+        changes = _segment(values[:end], lg[:end], 0, end, cutoff, min_change, min_size, prior, len(testable), first)
         if tail is None and changes:  # a fresh step after the last confirmed one
-            tail = suspected(values, lg, changes[-1].index, min_change, min_size)
+            tail = suspected(values, lg, changes[-1].index, min_change, min_size, r)
         found.append([*changes, tail] if tail is not None else changes)
     return found
 
@@ -330,7 +372,8 @@ def analyse(points: pd.DataFrame, marks: dict[str, str], min_change: float = MIN
         line = all_metrics[all_metrics["metric"] == metric].sort_values("started").reset_index(drop=True)
         starts = baselines(line, marks)
         pieces += [(series, metric, line, all_metrics, lo, hi) for lo, hi in zip(starts, starts[1:], strict=False)]
-    judged = judge([p[2]["median"].to_numpy()[p[4] : p[5]] for p in pieces], min_change)
+    values = [p[2]["median"].to_numpy()[p[4] : p[5]] for p in pieces]
+    judged = judge(values, min_change, reps=[p[2][["low", "high", "n"]].to_numpy()[p[4] : p[5]] for p in pieces])
     found = []
     for (series, metric, line, all_metrics, lo, hi), changes in zip(pieces, judged, strict=True):
         piece = line.iloc[lo:hi].reset_index(drop=True)
@@ -354,3 +397,42 @@ def analyse(points: pd.DataFrame, marks: dict[str, str], min_change: float = MIN
                 }
             )
     return pd.DataFrame(found, columns=["series", *KEY_COLUMNS, *COLUMNS])
+
+
+def untested(points: pd.DataFrame, marks: dict[str, str], min_size: int = MIN_SIZE) -> pd.DataFrame:
+    """What the test does not judge, and why (the columns of points.left_out: series, cell, runs, why): every piece
+    of a series (its runs since its start or a mark) with fewer than 2 × min_size runs, where only a fresh step by
+    a factor SUSPECT_RATIO past every repeat before it can be told (`suspected`), or nothing at all."""
+    found = []
+    for series, all_metrics in points.groupby("series", sort=False) if len(points) else []:
+        first = all_metrics.iloc[0]
+        line = all_metrics[all_metrics["metric"] == lead_metric(first["workload"], first["op"])]
+        line = line.sort_values("started").reset_index(drop=True)
+        if len(line) < 2:  # points.left_out lists it (one valid run only)
+            continue
+        starts = baselines(line, marks)
+        for lo, hi in zip(starts, starts[1:], strict=False):
+            runs = hi - lo
+            if runs >= 2 * min_size:
+                continue
+            since = f" since the mark at {line['run'].iloc[lo]}" if lo else ""
+            repeated = (line["n"].iloc[lo:hi] >= 2).all()
+            least = SHORT_RUNS if repeated else min_size
+            if runs > least:
+                why = (
+                    f"{runs} runs{since}: a step is tested from {2 * min_size} on; until then only one by ×"
+                    f"{SUSPECT_RATIO:g} or more past every repeat of the runs before it is suspected"
+                )
+            else:
+                each = "repeated" if repeated else "of one repeat each"
+                why = (
+                    f"{runs} runs{since}: too few to judge (a step by ×{SUSPECT_RATIO:g} is suspected after {least} "
+                    f"runs {each}, tested from {2 * min_size})"
+                )
+            found.append({"series": series, "cell": label(line.iloc[-1]), "runs": runs, "why": why})
+    return pd.DataFrame(found, columns=["series", "cell", "runs", "why"])
+
+
+def untested_summary(table: pd.DataFrame) -> list[str]:
+    """untested in a few lines: '2 series: 2 runs: too few to judge (…)'."""
+    return [f"{g['series'].nunique()} series: {why}" for why, g in table.groupby("why", sort=False)]

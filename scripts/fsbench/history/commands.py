@@ -44,7 +44,8 @@ def _series(args, where) -> int:
 
 def _changes(args, where) -> int:
     rows = store_mod.load(where, args.timeout)
-    found = changes_mod.analyse(points_mod.points(rows), store_mod.load_marks(where, args.timeout), args.min_change)
+    points, marks = points_mod.points(rows), store_mod.load_marks(where, args.timeout)
+    found = changes_mod.analyse(points, marks, args.min_change)
     if args.csv:
         found.to_csv(args.csv, index=False)
         print(f"written: {args.csv} ({len(found)} change point(s))")
@@ -54,19 +55,36 @@ def _changes(args, where) -> int:
     if len(gone):  # what no verdict could see, and why
         print("left out:\n" + "\n".join(f"  {line}" for line in points_mod.left_out_summary(gone)))
         print(_show(gone))
+    short = changes_mod.untested(points, marks)
+    if len(short):  # what the test could not judge yet, and why
+        print("not tested:\n" + "\n".join(f"  {line}" for line in changes_mod.untested_summary(short)))
+        print(_show(short))
     if args.fail_on and (found["verdict"] == args.fail_on).any():
         return 1
     return 0
 
 
-def _report(args, where) -> int:
-    rows = store_mod.load(where, args.timeout)
-    points = points_mod.points(rows)
-    marks = store_mod.load_marks(where, args.timeout)
-    found = changes_mod.analyse(points, marks, args.min_change)
-    title = f"fsbench history: {store_mod.describe(where)}"
+def trends(where, out, title, min_change, timeout, series=None, files=True):
+    """The trend page of the store's series (or of `series` only: a campaign's cells), judged as `history changes`
+    judges them: every series of the store in one call (one noise prior, one Benjamini–Hochberg), so that a
+    series' verdict is the same on every page and in changes.csv."""
+    rows = store_mod.load(where, timeout)
+    points, marks = points_mod.points(rows), store_mod.load_marks(where, timeout)
+    found = changes_mod.analyse(points, marks, min_change)
     invalid, gone = points_mod.points(rows, invalid=True), points_mod.left_out(rows)
-    out = report_mod.page(points, found, marks, args.output, title, invalid=invalid, left_out=gone)
+    short = changes_mod.untested(points, marks)
+    judged = points["series"].nunique() if len(points) else 0
+    if series is not None:
+        points, invalid = (p[p["series"].isin(series)] if len(p) else p for p in (points, invalid))
+        found, gone, short = (t[t["series"].isin(series)] for t in (found, gone, short))
+    family = f"judged with all {judged} series of the store {store_mod.describe(where)}, as `history changes` judges"
+    return report_mod.page(
+        points, found, marks, out, title, files=files, invalid=invalid, left_out=gone, untested=short, family=family
+    )
+
+
+def _report(args, where) -> int:
+    out = trends(where, args.output, f"fsbench history: {store_mod.describe(where)}", args.min_change, args.timeout)
     print(f"written: {out} and its plots in {out.parent / (out.stem + '-plots')}")
     return 0
 

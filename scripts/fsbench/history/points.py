@@ -86,6 +86,13 @@ def _key_value(row: dict, col: str):
     return key[col] if key.get(col) is not None else row.get(col)  # a metadata row's test is not in its cell
 
 
+def run_label(run: str) -> str:
+    """A run as a page shows it: its campaign and start to the minute ('h4 12-05 17:14'), not the whole
+    '<campaign> <started_at>' that names it in the store and in changes.csv."""
+    campaign, _, started = str(run).rpartition(" ")
+    return f"{campaign} {started[5:16].replace('T', ' ')}" if campaign and len(started) >= 16 else str(run)
+
+
 def label(line) -> str:
     """A series as people name it: host/array target op pattern block size …"""
     if line.get("workload") == "io500":  # the phase is its op; its settings are in `settings`

@@ -20,7 +20,7 @@ import pandas as pd  # noqa: E402
 
 from .changes import baselines, lead_metric  # noqa: E402
 from .key import DIRECTION, HIGHER  # noqa: E402
-from .points import label, left_out_summary  # noqa: E402
+from .points import label, left_out_summary, run_label  # noqa: E402
 
 COLOURS = {"regression": "#c0392b", "improvement": "#1e8449", "suspected": "#d68910"}
 ORDER = {"regression": 0, "suspected": 1, "improvement": 2, "": 3}  # the table's order: regressions first
@@ -88,7 +88,7 @@ def _plot(line: pd.DataFrame, bad: pd.DataFrame, changes: pd.DataFrame, marks: d
     )
     ax.set_xticks(
         range(len(runs)),
-        [f"{c}\n{str(s)[5:16].replace('T', ' ')}" for c, s in zip(every["campaign"], every["started"], strict=True)],
+        [run_label(r).replace(" ", "\n", 1) for r in every["run"]],
     )
     ax.tick_params(axis="x", labelsize=5)
     ax.tick_params(axis="y", labelsize=7)
@@ -109,8 +109,8 @@ def _note(c) -> str:
     p = "" if np.isnan(c["p_value"]) else f", p = {c['p_value']:.2g}"
     others = f" Beside it: {c['others']}." if c["others"] else ""
     return (
-        f"<li class='{c['verdict']}'>{html.escape(c['verdict'])} from {html.escape(c['before_run'])} to "
-        f"{html.escape(c['after_run'])}: median {c['median_before']:.4g} → {c['median_after']:.4g} "
+        f"<li class='{c['verdict']}'>{html.escape(c['verdict'])} from {html.escape(run_label(c['before_run']))} to "
+        f"{html.escape(run_label(c['after_run']))}: median {c['median_before']:.4g} → {c['median_after']:.4g} "
         f"(×{c['ratio']:.3g}{p}).{html.escape(others)} Context changed: "
         f"{html.escape(c['context_changed'] or 'nothing recorded')}</li>"
     )
@@ -134,7 +134,7 @@ def _summary(points: pd.DataFrame, changes: pd.DataFrame) -> pd.DataFrame:
                 "metric": metric,
                 "runs": len(line),
                 "last": line["median"].iloc[-1],
-                "change": f"×{last['ratio']:.3g} at {last['after_run']}" if last is not None else "",
+                "change": f"×{last['ratio']:.3g} at {run_label(last['after_run'])}" if last is not None else "",
                 "verdict": last["verdict"] if last is not None else "",
             }
         )
@@ -151,10 +151,13 @@ def page(
     files=True,
     invalid: pd.DataFrame | None = None,
     left_out: pd.DataFrame | None = None,
+    untested: pd.DataFrame | None = None,
+    family: str = "",
 ) -> Path:
     """Write `out` (HTML) and, with `files`, its plots as PNG files in the folder OUT-plots beside it; `out`.
     `invalid`: the points of invalid rows (fsbench.history.points.points(rows, invalid=True)); `left_out`: what
-    no verdict saw (fsbench.history.points.left_out)."""
+    no verdict saw (fsbench.history.points.left_out); `untested`: what the test could not judge yet
+    (fsbench.history.changes.untested); `family`: which series the verdicts were judged with."""
     out = Path(out)
     plots = out.parent / f"{out.stem}-plots"
     if files:
@@ -179,7 +182,8 @@ def page(
         )
         notes = "".join(_note(c) for _, c in mine.iterrows())
         notes += "".join(
-            f"<li>{html.escape(b['run'])} not valid ({html.escape(b['reasons'])}): drawn hollow, left out</li>"
+            f"<li>{html.escape(run_label(b['run']))} not valid ({html.escape(b['reasons'])}): drawn hollow, "
+            "left out</li>"
             for _, b in bad.iterrows()
         )
         data = base64.b64encode(png).decode()
@@ -194,7 +198,7 @@ def page(
         f"<p>{len(table)} series with more than one valid run; {counts.get('regression', 0)} regression(s), "
         f"{counts.get('suspected', 0)} suspected, {counts.get('improvement', 0)} improvement(s). Each series is "
         "judged on its lead metric (writes: MB/s incl. flush; reads: MB/s; metadata: files per second; "
-        "IO500 phases: their figure, GiB/s or kIOPS).</p>"
+        f"IO500 phases: their figure, GiB/s or kIOPS){'; ' + html.escape(family) if family else ''}.</p>"
     )
     if not panels:
         head = "<p>The store holds no series with more than one valid run yet: trends show from the second on.</p>"
@@ -210,6 +214,17 @@ def page(
         gone_html = (
             f"<h2 id='left-out'>Left out</h2><ul>{summary}</ul><details><summary>per series</summary><table>"
             f"<tr><th>series</th><th>runs</th><th>why</th></tr>{detail}</table></details>"
+        )
+    short = untested if untested is not None else pd.DataFrame(columns=["series", "cell", "runs", "why"])
+    if len(short):
+        detail = "".join(
+            f"<tr><td>{html.escape(str(g['cell']))}</td><td>{html.escape(g['why'])}</td></tr>"
+            for _, g in short.iterrows()
+        )
+        gone_html += (
+            f"<h2 id='not-tested'>Not tested yet</h2><p>{len(short)} series too short to test a step: only one by "
+            f"a large factor is suspected.</p><details><summary>per series</summary><table>"
+            f"<tr><th>series</th><th>why</th></tr>{detail}</table></details>"
         )
     listing = (
         "<table id='series'><tr><th>series</th><th>metric</th><th>runs</th><th>last</th><th>change</th>"

@@ -8,8 +8,9 @@ all. Concurrent appends queue up: SQLite takes its write lock at BEGIN IMMEDIATE
 BUSY_SECONDS; PostgreSQL lets both write and drops the duplicates (ON CONFLICT DO NOTHING).
 
 An SQLite store needs working file locks: keep it on a local disk, not on NFS or Lustre (the run's log warns when
-it is on a network or FUSE filesystem); a team shares a PostgreSQL store. A PostgreSQL URL never holds a password
-(it would be written into .snakemake/ and the logs): libpq finds it in PGPASSWORD, ~/.pgpass or a service file.
+it is on a network or FUSE filesystem); a team shares a PostgreSQL store (a URL, or libpq's key=value string).
+Neither ever holds a password (it would be written into .snakemake/ and the logs): libpq finds it in PGPASSWORD,
+~/.pgpass or a service file.
 """
 
 import hashlib
@@ -21,7 +22,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from fsbench.campaign.config import password_refused, url_password
+from fsbench.campaign.config import conninfo, password_refused, url_password
 from fsbench.measurement.rows import META_TEST, TEST, WHERE
 
 from .key import plain
@@ -66,9 +67,12 @@ info = sa.Table("fsbench", meta, sa.Column("schema_version", sa.Integer, nullabl
 
 
 def url_of(store: str) -> str:
-    """A store as the config or --store gives it: a URL (never with a password), or a path to an SQLite file."""
+    """A store as the config or --store gives it: a URL or a libpq key=value string (never with a password), or a
+    path to an SQLite file."""
     if url_password(store):
         raise password_refused("history", store)
+    if (pairs := conninfo(store)) is not None:  # host=db user=bench, service=perf: libpq's keywords, as query
+        return sa.engine.URL.create("postgresql+psycopg", query=pairs).render_as_string()
     if "://" in store:
         # postgresql://… means psycopg 3 (SQLAlchemy's default for the bare scheme is psycopg2, not installed)
         return "postgresql+psycopg://" + store.split("://", 1)[1] if store.startswith("postgresql://") else store
