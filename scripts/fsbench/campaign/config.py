@@ -17,6 +17,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from fsbench.campaign import privilege
 from fsbench.campaign.cells import targets
 from fsbench.engines import table
 from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
@@ -105,12 +106,26 @@ def validate(config: dict) -> dict:
     config = copy.deepcopy(config) if config is not None else {}
     if not isinstance(config, dict):
         raise _fail("(top level)", config, "a mapping of campaign keys")
+    own_scratch = "scratch" not in config
     validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
     if errors:
         raise _describe(errors[0])
+    if own_scratch:
+        config["scratch"] = privilege.default_scratch()
     _check_semantics(config)
+    _check_privileges(config)
     return config
+
+
+def _check_privileges(config: dict) -> None:
+    """A scratch this user can write; without root, no step that needs it (fsbench.campaign.privilege)."""
+    if why := privilege.unwritable(config["scratch"]):
+        raise _fail("scratch", config["scratch"], f"a folder you can make and write ({why})")
+    needs_root = [] if privilege.is_root() else privilege.root_steps(config)
+    if needs_root:
+        key, value, allowed = needs_root[0]
+        raise _fail(key, value, allowed + f"; {privilege.user()} is not root")
 
 
 def _size(value, key: str) -> int:
@@ -357,6 +372,8 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
             raise _fail(where, dev, "a device also listed in allow_destroy (fsbench overwrites only those)")
     if kind == "path" and not os.path.isdir(array["path"]):
         raise _fail(f"{key}.path", array["path"], "an existing directory")
+    if kind == "path" and (why := privilege.unwritable(array["path"])):
+        raise _fail(f"{key}.path", array["path"], f"a directory you can write ({why})")
     if array.get("all_hosts") and not config["hosts"]:
         raise _fail(f"{key}.all_hosts", True, "true only with hosts: [...], the nodes that write and read at once")
     if kind == "loop":
