@@ -14,12 +14,11 @@ from fsbench.io500 import phases as ph
 from fsbench.io500 import run
 from fsbench.measurement import all_hosts, provenance
 from fsbench.storage import devices
+from fsbench.toolkit import barrier
 from fsbench.toolkit.flags import CACHED_LIMIT
 from fsbench.toolkit.system import ToolError
-from fsbench.toolkit.system import run as run_cmd
 
 log = logging.getLogger("fsbench")
-LOCAL_DELAY = 0.2  # seconds from forking this host's processes to their start
 
 
 def root_of(cell: CellSpec) -> Path:
@@ -61,10 +60,10 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
     if cell.host == ALL_HOSTS:
         spec_file = record_dir / f"{phase}.spec.json"
         spec_file.write_text(json.dumps(spec))
-        start_at = time.time() + all_hosts.START_DELAY
-        args = [str(spec_file), phase, repr(start_at), str(items), str(record_dir)]
-        argv = all_hosts.part_argv(names, args, "io500-part")
-        done = run_cmd(argv, check=False, timeout=None, env=all_hosts.part_env())
+        args = lambda port: [str(spec_file), phase, port, str(items), str(record_dir)]  # noqa: E731
+        argv_of = lambda port: all_hosts.part_argv(names, args(port), "io500-part")  # noqa: E731
+        done = barrier.run_parts(argv_of, len(names), all_hosts.part_env())
+        argv = done.args
         if done.returncode != 0:
             lines = done.stderr.strip().splitlines()
             said = [x for x in lines if x.startswith("fsbench:")] or lines[-5:] or ["no output"]
@@ -72,13 +71,14 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
         parts = [run.read_part(record_dir, name, phase) | {"host": name} for name in names]
         command = " ".join(argv)
     else:
-        start_at = time.time() + LOCAL_DELAY
-        parts = [
-            run.part(spec, phase, start_at, 0, items, record_dir / f"{cell.host}-{phase}.json") | {"host": cell.host}
-        ]
+        start_at = time.time() + run.LOCAL_DELAY
+        record = record_dir / f"{cell.host}-{phase}.json"
+        parts = [run.part(spec, phase, lambda: start_at, 0, items, record) | {"host": cell.host}]
         command = f"fsbench io500 {phase}: {p} forked process(es) on this host"
     procs = [q for part in parts for q in part["processes"]]
     record = figure(cell, phase, procs, parts, items, nprocs, made)
+    starts = [min(q["start"] for q in part["processes"]) for part in parts]
+    record["start_spread_s"] = max(starts) - min(starts)  # the last host's first process after the first host's
     if phase in ph.WRITES:
         made[phase] = record["items_per_process"]
     if phase == ph.PHASES[-1]:

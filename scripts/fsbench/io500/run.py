@@ -24,11 +24,13 @@ from fsbench.engines.loops import load as load_loops
 from fsbench.io500 import phases as ph
 from fsbench.storage import cache
 from fsbench.storage.devices import DeviceError
+from fsbench.toolkit import barrier
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.system import pin_to_cpu
 
 _libc = ctypes.CDLL(None, use_errno=True)
 POLL_S = 0.005  # how often a process that reached the stonewall looks for the others' counts
+LOCAL_DELAY = 0.2  # seconds from forking this host's processes to their start
 
 
 class Io500Error(DeviceError):
@@ -259,9 +261,10 @@ def _worker(args, results):
         results.put({"rank": args[3], "error": f"{type(e).__name__}: {e}"})
 
 
-def part(spec: dict, phase: str, start_at: float, host_index: int, items: int, record_path) -> dict:
+def part(spec: dict, phase: str, start_at, host_index: int, items: int, record_path) -> dict:
     """This host's processes in one phase (ranks host_index × processes ...): caches dropped first where the
-    phase reads (and how cold the files it reads then are, measured), all forked, all started at start_at."""
+    phase reads (and how cold the files it reads then are, measured), all forked, all started at start_at(), asked
+    once this host is ready (every host's part at the start line, fsbench.toolkit.barrier)."""
     root = Path(spec["root"])
     p = spec["io500"]["processes"]
     nprocs = p * len(spec["hosts"])
@@ -272,9 +275,10 @@ def part(spec: dict, phase: str, start_at: float, host_index: int, items: int, r
         found["cold"] = "sync; echo 3 > /proc/sys/vm/drop_caches"
         found["cached_before"] = _cached(spec, phase, root, ranks, nprocs, items)
     load_loops()  # once, before the fork: no process loads the library after the cache drop, on its own
+    start = start_at()
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()
-    args = [(spec, phase, root, r, nprocs, start_at, items) for r in ranks]
+    args = [(spec, phase, root, r, nprocs, start, items) for r in ranks]
     workers = [ctx.Process(target=_worker, args=(a, results)) for a in args]
     for w in workers:
         w.start()
@@ -304,11 +308,13 @@ def _cached(spec: dict, phase: str, root: Path, ranks, nprocs: int, items: int) 
     return sum(cache.resident_fraction(str(f), items * t) for f in files) / len(files)
 
 
-def part_main(spec_file: str, phase: str, start_at: str, items: str, record_dir: str) -> None:
-    """`python -m fsbench io500-part`: this host's share, started by launch on every host."""
+def part_main(spec_file: str, phase: str, start_line: str, items: str, record_dir: str) -> None:
+    """`python -m fsbench io500-part`: this host's share, started by launch on every host; its processes start
+    LOCAL_DELAY after every host's part is at the start line (the launcher's port), time to fork them."""
     spec = json.loads(Path(spec_file).read_text())
     index = spec["hosts"].index(short_hostname())
-    part(spec, phase, float(start_at), index, int(items), Path(record_dir) / f"{short_hostname()}-{phase}.json")
+    start_at = lambda: barrier.wait(start_line) + LOCAL_DELAY  # noqa: E731
+    part(spec, phase, start_at, index, int(items), Path(record_dir) / f"{short_hostname()}-{phase}.json")
 
 
 def read_part(record_dir: Path, host: str, phase: str) -> dict:
