@@ -167,11 +167,11 @@ def add_namespaces(n: int) -> None:
         _net(["ip", "netns", "add", node])
         _net(["ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end])
         _net(["ip", "link", "set", node_end, "netns", node])
+        _net(["ip", "link", "set", host_end, "up"])  # first: a route needs its device up
         if i == 2:
             _net(["ip", "addr", "add", f"{NET}.1/24", "dev", host_end])
         else:  # .1 lives on the first veth; the others reach it by a route
             _net(["ip", "route", "add", f"{NET}.{i}/32", "dev", host_end])
-        _net(["ip", "link", "set", host_end, "up"])
         for argv in (
             ["ip", "addr", "add", f"{NET}.{i}/24", "dev", node_end],
             ["ip", "link", "set", node_end, "up"],
