@@ -13,7 +13,7 @@ from snakemake_interface_executor_plugins.executors.remote import RemoteExecutor
 from snakemake_interface_executor_plugins.settings import ExecMode
 from snakemake_interface_executor_plugins.utils import async_lock
 
-from fsbench.campaign.cells import ALL_HOSTS, LOCAL
+from fsbench.campaign.cells import LOCAL, cell_hosts, is_all_hosts
 from fsbench.cluster.hosts import one_host_at_a_time, release_on, short_hostname
 
 # Snakemake's internals this file leans on, all of them here: nothing else in the workflow touches them. Written
@@ -122,8 +122,14 @@ def declare_resource(name, default):
 
 def pin_to_host(wildcards):
     """On Slurm: run on the cell's node (sbatch --nodelist), alone there when the campaign says exclusive."""
-    nodes = {LOCAL: [], ALL_HOSTS: CAMPAIGN["hosts"]}.get(
-        wildcards.host, [wildcards.host]
+    nodes = (
+        []
+        if wildcards.host == LOCAL
+        else (
+            cell_hosts(CAMPAIGN, wildcards.host)
+            if is_all_hosts(wildcards.host)
+            else [wildcards.host]
+        )
     )
     extra = [f"--nodelist={','.join(nodes)}"] if nodes else []
     return " ".join(extra + (["--exclusive"] if CAMPAIGN["exclusive"] else []))
@@ -131,7 +137,9 @@ def pin_to_host(wildcards):
 
 def nodes_for(wildcards):
     """An all-hosts step runs one part on every host: Slurm must give it all of them (sbatch --nodes/--ntasks)."""
-    return len(CAMPAIGN["hosts"]) if wildcards.host == ALL_HOSTS else 1
+    return (
+        len(cell_hosts(CAMPAIGN, wildcards.host)) if is_all_hosts(wildcards.host) else 1
+    )
 
 
 # What every device step asks the scheduler for besides storage_io. With hosts, each job is pinned to its
@@ -195,7 +203,7 @@ def host_io(host):
 
 
 def on_host(host):
-    return lambda wildcards: int(wildcards.host in (host, ALL_HOSTS))
+    return lambda wildcards: int(wildcards.host == host or is_all_hosts(wildcards.host))
 
 
 # Who may touch storage at once. storage_io: one device step at a time within a job: scoped local, so that on a

@@ -54,7 +54,7 @@ def analysis_code():
         f for part in ANALYSIS_PACKAGES for f in sorted((package / part).glob("*.py"))
     ]
     files += [package / f for f in ANALYSIS_MODULES]
-    files += [scripts / "aggregate.py", scripts / "plot.py"]
+    files += [scripts / "aggregate.py", scripts / "plot.py", scripts / "scaling.py"]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16]
 
 
@@ -81,6 +81,11 @@ def step_log(step):
 
 def workdir(wildcards):
     return str(array_dir(CAMPAIGN["scratch"], NAME, wildcards.array, wildcards.host))
+
+
+def part_hosts(wildcards):
+    """The hosts of a cell's parts: a clients point's first ones, else every host of the campaign."""
+    return campaign_cells.cell_hosts(CAMPAIGN, wildcards.host)
 
 
 def cell_spec(wildcards):
@@ -221,6 +226,7 @@ def final_outputs():
         *([f"{RESULTS}/compare.md"] if CAMPAIGN["compare_to"] else []),
         *([f"{RESULTS}/history.json"] if CAMPAIGN["history"] is not False else []),
         *([f"{RESULTS}/io500.csv"] if IO500_PLACES else []),
+        *([f"{RESULTS}/scaling.csv", f"{RESULTS}/plots/scaling.png"] if CAMPAIGN["clients"] else []),
     ]
 
 

@@ -9,6 +9,7 @@ verdicts of comparisons.csv (fsbench.analysis.compare).
 
 import pandas as pd
 
+from fsbench.analysis import scaling as scaling_table
 from fsbench.analysis.aggregate import measurements, with_stops
 from fsbench.analysis.compare import comparisons
 from fsbench.analysis.stats import summarize, summarize_baselines
@@ -28,7 +29,15 @@ def io500_sections(files) -> tuple[str, str]:
     return io500_table.markdown(df), io500_table.html_section(df)
 
 
-def aggregate(records, baselines, out, campaign, io500=()):
+def scaling_sections(files) -> tuple[str, str]:
+    """The client-scaling section of summary.md and summary.html, where the campaign has config clients."""
+    if not files:
+        return "", ""
+    df = pd.read_csv(files[0])
+    return scaling_table.markdown(df), scaling_table.html_section(df)
+
+
+def aggregate(records, baselines, out, campaign, io500=(), scaling=()):
     df = measurements(records)
     df.to_csv(out.measurements, index=False)
     series = timeseries_table(records)
@@ -42,12 +51,15 @@ def aggregate(records, baselines, out, campaign, io500=()):
     title = f"fsbench campaign '{campaign}'"
     per_host = hosts_blocks(records)  # all-hosts cells: each host's first-done, last-done and the stonewall
     io500_md, io500_html = io500_sections(io500)
+    scaling_md, scaling_html = scaling_sections(scaling)
     with open(out.markdown, "w") as f:
-        f.write(with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host) + io500_md)
+        summary_md = summary_markdown(summary, title, earlier_summary, verdicts)
+        f.write(with_hosts_markdown(summary_md, per_host) + io500_md + scaling_md)
     html = with_hosts_html(summary_html(summary, title, earlier_summary, verdicts), per_host)
+    sections = io500_html + scaling_html
     with open(out.html, "w") as f:
-        at_end = "</body>" in html  # the section goes inside the page
-        f.write(html.replace("</body>", io500_html + "</body>") if at_end else html + io500_html)
+        at_end = "</body>" in html  # the sections go inside the page
+        f.write(html.replace("</body>", sections + "</body>") if at_end else html + sections)
     return {
         "rows": len(df),
         "timeseries_rows": len(series),
@@ -65,4 +77,5 @@ run_step(
     snakemake.output,
     snakemake.params.campaign,
     list(snakemake.input.io500),
+    list(snakemake.input.scaling),
 )

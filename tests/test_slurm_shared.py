@@ -1,7 +1,8 @@
-"""Two Slurm nodes sharing one real filesystem: a GlusterFS volume (tools/slurm_local.py) that this host and node 2
-each mount at the same path through a FUSE client of their own (node 2's in its own network and mount
-namespaces). One campaign on it from both hosts at once: an all-hosts cell of a path array, and IO500's phases with
-2 hosts x 2 processes, each host reading what the other wrote; afterwards nothing of it is left mounted or running."""
+"""Four Slurm nodes sharing one real filesystem: a GlusterFS volume (tools/slurm_local.py) that this host and nodes
+2-4 each mount at the same path through a FUSE client of their own (each extra node's in its own network and mount
+namespaces). One campaign on it from every host at once: an all-hosts cell of a path array, and IO500's phases with
+4 hosts x 2 processes, each host reading what another wrote, the parts of each started together at a barrier;
+afterwards nothing of it is left mounted or running."""
 
 import json
 import math
@@ -17,7 +18,9 @@ from conftest import IO500_SMALL, SLURM_PROFILE, needs_root, private_scratch, ru
 
 pytestmark = [needs_root, pytest.mark.e2e]
 SIZE = 8 * 2**20
-HERE, OTHER = socket.gethostname(), "fsbench-n2"
+HERE = socket.gethostname()
+HOSTS = [HERE, "fsbench-n2", "fsbench-n3", "fsbench-n4"]
+OTHER = HOSTS[-1]
 SOURCE = "10.231.0.1:/fsbench"  # slurm_local's volume, served on the veth
 IO500 = IO500_SMALL | {"stonewall-time": 30}  # far beyond them: every write phase writes all it may
 PHASES = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
@@ -45,15 +48,15 @@ def campaign(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("shared")
     with private_scratch() as scratch:
         shared = scratch / "volume"  # beside the campaign's own folder (scratch/shared), not holding it
-        with slurm_cluster(base, 2, shared=shared) as env:
+        with slurm_cluster(base, len(HOSTS), shared=shared) as env:
             # What a job on each node sees at the path: its own client's mount of the volume.
             seen = {}
-            for node in (HERE, OTHER):
+            for node in HOSTS:
                 argv = ["srun", "-w", node, "findmnt", "-n", "-o", "FSTYPE,SOURCE", "--mountpoint", str(shared)]
                 seen[node] = subprocess.run(
                     argv, capture_output=True, text=True, env=os.environ | env, timeout=60
                 ).stdout.split()
-            # A file node 2's job writes lands in the brick, and this host reads it through its own client.
+            # A file node 4's job writes lands in the brick, and this host reads it through its own client.
             argv = ["srun", "-w", OTHER, "dd", "if=/dev/urandom", f"of={shared}/marker", "bs=4096", "count=1"]
             subprocess.run(argv, capture_output=True, env=os.environ | env, timeout=60, check=True)
             seen["brick"] = (base / "gluster/brick/marker").read_bytes() == (shared / "marker").read_bytes()
@@ -61,7 +64,7 @@ def campaign(tmp_path_factory):
             config = {
                 "campaign": "shared",
                 "scratch": str(scratch),
-                "hosts": [HERE, OTHER],
+                "hosts": HOSTS,
                 "arrays": {"g": {"kind": "path", "path": str(shared), "all_hosts": True}},
                 "io": {"size": "8MiB", "block_sizes": ["1MiB"], "repeats": 1, "cache": "fadvise"},
                 "io500": IO500,
@@ -79,22 +82,25 @@ def campaign(tmp_path_factory):
     return workdir / "results/shared", pd.read_csv(workdir / "results/shared/measurements.csv"), seen, left
 
 
-def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
+def test_every_host_measures_at_once_on_the_shared_filesystem(campaign):
     workdir, df, seen, _ = campaign
-    assert seen == {HERE: ["fuse.glusterfs", SOURCE], OTHER: ["fuse.glusterfs", SOURCE], "brick": True}
-    assert {f"{HERE}@all", f"{OTHER}@all", "all"} <= set(df.host)
+    assert seen == {host: ["fuse.glusterfs", SOURCE] for host in HOSTS} | {"brick": True}
+    assert {f"{host}@all" for host in HOSTS} | {"all"} <= set(df.host)
     for op in ("write", "read"):
         whole = df[(df.host == "all") & (df.op == op)].iloc[0]
-        assert whole.bytes == 2 * SIZE and whole.mb_s > 0
+        assert whole.bytes == len(HOSTS) * SIZE and whole.mb_s > 0
         parts = df[df.host.str.endswith("@all") & (df.op == op)]
-        assert sorted(parts.host) == sorted([f"{HERE}@all", f"{OTHER}@all"]) and (parts.bytes == SIZE).all()
+        assert sorted(parts.host) == sorted(f"{host}@all" for host in HOSTS) and (parts.bytes == SIZE).all()
+        cell = json.loads((workdir / Path(whole.record).relative_to("results/shared")).read_text())
+        # the parts started together at the barrier: the record says how far apart their first streams started
+        assert 0 <= cell["hosts"]["start_spread_s"] < 1, cell["hosts"]["start_spread_s"]
         folder = workdir / Path(whole.record).relative_to("results/shared").parent / "hosts"
-        for host in (HERE, OTHER):
+        for i, host in enumerate(HOSTS):
             part = json.loads((folder / f"{host}-{op}.json").read_text())
             assert part["machine"]["host"] == host
             # a host writes its file in its folder on the shared mount, as its own job found that mount, and reads
-            # the other host's (io.read_from: other, the default with hosts): through its own client, unseen before
-            other = OTHER if host == HERE else HERE
+            # the next host's (io.read_from: other, the default with hosts): through its own client, unseen before
+            other = HOSTS[(i + 1) % len(HOSTS)]
             (stream,) = part["streams"]
             whose = host if op == "write" else other
             assert stream["path"].startswith(f"{shared_path(workdir)}/fsbench-shared-g.all-{whose}/")
@@ -112,7 +118,7 @@ def shared_path(results: Path) -> str:
     return json.loads((results / "runs/all/g/array.json").read_text())["spec"]["path"]
 
 
-def test_every_io500_phase_has_both_hosts_and_reads_came_from_the_other(campaign):
+def test_every_io500_phase_has_every_host_and_reads_came_from_another(campaign):
     workdir, *_ = campaign
     df = pd.read_csv(workdir / "io500.csv", keep_default_na=False)
     assert list(df.phase) == [*PHASES, "bw", "md", "score"]
@@ -121,24 +127,26 @@ def test_every_io500_phase_has_both_hosts_and_reads_came_from_the_other(campaign
     made = {}
     for phase in PHASES:
         rec = json.loads((workdir / "runs/all/g/path/io500/rep1" / f"{phase}.json").read_text())
-        assert sorted(rec["hosts"]) == sorted([HERE, OTHER]), phase
+        assert sorted(rec["hosts"]) == sorted(HOSTS), phase
+        assert 0 <= rec["start_spread_s"] < 1, (phase, rec["start_spread_s"])
         for host, part in rec["hosts"].items():
             assert part["hostname"] == host  # the part ran on that node, through its own client
             procs = part["processes"]
             assert len(procs) == 2 and all(q["items"] > 0 for q in procs), (phase, host, procs)
             if phase.endswith("write"):
                 made[(phase, host)] = sum(q["items"] for q in procs)
-            elif phase != "find":  # every read, stat and delete was of what the other host's process made
-                assert {q["of_host"] for q in procs} == {HERE, OTHER} - {host}, (phase, host, procs)
+            elif phase != "find":  # every read, stat and delete was of what another host's process made
+                assert len({q["of_host"] for q in procs} - {host}) == 1, (phase, host, procs)
+                assert host not in {q["of_host"] for q in procs}, (phase, host, procs)
                 assert all(q["items"] == q2["items"] for q in procs for q2 in procs)
     reasons = df.set_index("phase")["invalid_reasons"]
     for write, read in [("ior-easy-write", "ior-easy-read"), ("ior-hard-write", "ior-hard-read")]:
         assert "cached" not in reasons[read]  # cold: a host's own client never held the other host's data
-        assert made[(write, HERE)] == made[(write, OTHER)] > 0
+        assert len({made[(write, host)] for host in HOSTS}) == 1 and made[(write, HERE)] > 0
     find = json.loads((workdir / "runs/all/g/path/io500/rep1/find.json").read_text())
-    # every name both hosts' processes made, seen through the shared filesystem: the mdtest files, ior-easy's file
+    # every name every host's processes made, seen through the shared filesystem: the mdtest files, ior-easy's file
     # per process and ior-hard's one file (IO500's find looks at ior's files too)
-    assert find["amount"] == 2 * 2 * (20 + 15 + 1) + 1 and find["valid"]
+    assert find["amount"] == len(HOSTS) * 2 * (20 + 15 + 1) + 1 and find["valid"]
 
 
 def test_nothing_is_left_mounted_or_running(campaign):

@@ -296,6 +296,21 @@ def _check_semantics(config: dict) -> None:
             _check_inodes(config, name, array)
     if config["io500"] is not None:  # after the arrays: it asks what each measures
         _check_io500(config)
+    if config["clients"] is not None:
+        _check_clients(config)
+
+
+def _check_clients(config: dict) -> None:
+    """A scaling axis needs hosts to take its points from, and something all hosts run at once."""
+    clients, n = config["clients"], len(config["hosts"])
+    for i, h in enumerate(clients["hosts"]):
+        if h > n:
+            allowed = f"at most the number of hosts ({n}): a point's hosts are the first ones of hosts"
+            raise _fail(f"clients.hosts[{i}]", h, allowed)
+    paths = [a for a, spec in config["arrays"].items() if spec["kind"] == "path"]
+    if not any(config["arrays"][a]["all_hosts"] for a in paths) and not (paths and config["io500"] is not None):
+        allowed = "null without a path array with all_hosts: true or io500 on a path array (what all hosts run at once)"
+        raise _fail("clients", clients, allowed)
 
 
 def _check_io500(config: dict) -> None:

@@ -9,7 +9,7 @@ import shutil
 import time
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, CellSpec
+from fsbench.campaign.cells import CellSpec, is_all_hosts
 from fsbench.io500 import phases as ph
 from fsbench.io500 import run
 from fsbench.measurement import all_hosts, provenance
@@ -43,7 +43,7 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
     record_dir.mkdir(parents=True, exist_ok=True)
     root = root_of(cell)
     _check_target(cell, root)
-    names = list(hosts) if cell.host == ALL_HOSTS else [cell.host]
+    names = list(hosts) if is_all_hosts(cell.host) else [cell.host]
     spec = {"root": str(root), "io500": cell.io500, "read_from": cell.read_from, "hosts": names}
     p = cell.io500["processes"]
     nprocs = p * len(names)
@@ -57,7 +57,7 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
         items = made.get(ph.MADE_BY.get(phase), 0)
     for name in names:
         (record_dir / f"{name}-{phase}.json").unlink(missing_ok=True)
-    if cell.host == ALL_HOSTS:
+    if is_all_hosts(cell.host):
         spec_file = record_dir / f"{phase}.spec.json"
         spec_file.write_text(json.dumps(spec))
         args = lambda port: [str(spec_file), phase, port, str(items), str(record_dir)]  # noqa: E731

@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, CellSpec, array_dir
+from fsbench.campaign.cells import CellSpec, array_dir
 from fsbench.cluster.hosts import check_host, part_host, short_hostname
 from fsbench.engines.job import aggregate
 from fsbench.measurement.judgement import series_of
@@ -41,7 +41,7 @@ def part_workdir(scratch: str, campaign: str, array: str, host: str) -> Path:
 def shared_folder(cell: CellSpec, scratch: str) -> tuple[Path, Path]:
     """Where the hosts of a shared-file cell meet: a folder on the shared path (its data), and the folder in
     scratch whose path.json names it, so that a release finds it (hosts.workdirs_here)."""
-    workdir = array_dir(scratch, cell.campaign, cell.array, ALL_HOSTS)
+    workdir = array_dir(scratch, cell.campaign, cell.array, cell.host)
     data = Path(cell.array_spec["path"]) / f"fsbench-{cell.campaign}-{workdir.name}"
     return workdir, data
 
@@ -80,7 +80,7 @@ def part(cell: CellSpec, op: str, start_line: str, scratch: str, record_dir: str
         record = measure_read(written, cell, workdir, other_host=other if other != host else None)
     else:
         record = measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
-    record["row"]["host"] = f"{host}@{ALL_HOSTS}"
+    record["row"]["host"] = f"{host}@{cell.host}"
     write_json(Path(record_dir) / f"{host}-{op}.json", record)
     if op == "read":
         if cell.read_from == "other" and not cell.shared_by_hosts:
@@ -173,7 +173,7 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     result["expected_bytes"] = None if cell.runtime else cell.size * cell.streams * len(hosts)
     more = {"parts": rows, "parts_timeseries": [p.get("timeseries", {}) for p in parts], "hosts": per_host}
     record = measurement_record(cell, op, result, target, timeseries=series, **more)
-    record["row"]["host"] = ALL_HOSTS
+    record["row"]["host"] = cell.host
     return record
 
 
