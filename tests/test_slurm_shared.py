@@ -26,6 +26,8 @@ IO500 = IO500_SMALL | {"stonewall-time": 30}  # far beyond them: every write pha
 PHASES = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read"]
 PHASES += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
 PHASES += ["mdtest-hard-delete"]
+CLIENTS = {"hosts": [1, 2, 4], "processes": [1, 2]}
+POINTS = [(h, p) for h in CLIENTS["hosts"] for p in CLIENTS["processes"]]
 
 
 def gluster_processes(base: Path) -> list[str]:
@@ -70,6 +72,9 @@ def campaign(tmp_path_factory):
                 "io500": IO500,
             }
             run_campaign(workdir, config, *SLURM_PROFILE, env=env)
+            # a scaling study on it: 1, 2, 4 hosts x 1, 2 processes, all-hosts cells and io500
+            scaling = config | {"campaign": "scaling", "clients": CLIENTS, "io": config["io"] | {"shared_file": [True]}}
+            run_campaign(workdir, scaling, *SLURM_PROFILE, env=env)
             brick = list((base / "gluster" / "brick").iterdir())
         mounts = subprocess.run(["findmnt", "-n", "-t", "fuse.glusterfs"], capture_output=True, text=True).stdout
         left = {
@@ -152,3 +157,33 @@ def test_every_io500_phase_has_every_host_and_reads_came_from_another(campaign):
 def test_nothing_is_left_mounted_or_running(campaign):
     *_, left = campaign
     assert left == {"processes": [], "mounts": "", "namespaces": "", "veth": 0, "brick": []}
+
+
+def test_a_scaling_study_has_every_point_from_the_hosts_that_ran_it(campaign):
+    workdir, *_ = campaign
+    results = workdir.parent / "scaling"
+    df = pd.read_csv(results / "scaling.csv")
+    tests = ["g write seq 1MiB buffered, shared file", "g read seq 1MiB buffered, shared file"]
+    tests += [f"g io500 {phase}" for phase in PHASES]
+    assert list(dict.fromkeys(df.test)) == tests
+    for test in tests:
+        part = df[df.test == test]
+        assert [(r.hosts, r.processes) for r in part.itertuples()] == POINTS, test
+        assert list(part.clients) == [h * p for h, p in POINTS] and (part.figure > 0).all()
+        first = part.iloc[0]
+        assert list(part.efficiency) == pytest.approx(list(part.figure / part.clients / first.figure))
+    measured = pd.read_csv(results / "measurements.csv")
+    for h, p in POINTS:
+        point, hosts = f"all{h}x{p}", HOSTS[:h]
+        for op in ("write", "read"):
+            whole = measured[(measured.host == point) & (measured.op == op)]
+            assert whole.streams.tolist() == [p] and whole.bytes.tolist() == [h * p * SIZE], (point, op)
+            folder = workdir.parent / Path(whole.record.iloc[0]).relative_to("results").parent / "hosts"
+            for host in hosts:  # each part's figure from the node that ran it, and no other node's
+                assert json.loads((folder / f"{host}-{op}.json").read_text())["machine"]["host"] == host
+            assert sorted(f.name for f in folder.glob(f"*-{op}.json")) == sorted(f"{x}-{op}.json" for x in hosts)
+        rec = json.loads((results / f"runs/{point}/g/path/io500/rep1/ior-easy-write.json").read_text())
+        assert sorted(rec["hosts"]) == sorted(hosts)
+        assert all(len(part["processes"]) == p for part in rec["hosts"].values())
+    assert (results / "plots/scaling.png").stat().st_size > 0
+    assert "Client scaling" in (results / "summary.html").read_text()

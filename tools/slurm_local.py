@@ -170,8 +170,9 @@ def add_namespaces(n: int) -> None:
         _net(["ip", "link", "set", host_end, "up"])  # first: a route needs its device up
         if i == 2:
             _net(["ip", "addr", "add", f"{NET}.1/24", "dev", host_end])
-        else:  # .1 lives on the first veth; the others reach it by a route
-            _net(["ip", "route", "add", f"{NET}.{i}/32", "dev", host_end])
+        else:  # .1 lives on the first veth; the others reach it by a route, from .1 (not this host's other address,
+            # which the node cannot reach: srun there would wait for ever for the node to call back)
+            _net(["ip", "route", "add", f"{NET}.{i}/32", "dev", host_end, "src", f"{NET}.1"])
         for argv in (
             ["ip", "addr", "add", f"{NET}.{i}/24", "dev", node_end],
             ["ip", "link", "set", node_end, "up"],
