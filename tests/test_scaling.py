@@ -28,11 +28,11 @@ def campaign(tmp_path, **over) -> dict:
 
 
 def test_each_point_is_a_cell_of_its_own_on_its_first_hosts(tmp_path):
-    config = validate(campaign(tmp_path, io500={"processes": 3}))
+    config = validate(campaign(tmp_path, io500={"processes": 3}, metadata={"files": 10, "cache": "warm"}))
     assert cells.all_hosts_segments(config) == ["all1x1", "all1x2", "all2x1", "all2x2", "all4x1", "all4x2"]
     found = {(c.host, c.test) for c in cells.cells(config) if cells.is_all_hosts(c.host)}
     assert ("all2x2", "seq-1MiB-buffered-2s-shared") in found and ("all4x1", "seq-1MiB-buffered-1s") in found
-    assert len(found) == 6 * 2 and not any(h == "all" for h, _ in found)
+    assert len(found) == 6 * 2 and not any(h == "all" for h, _ in found)  # and no metadata cell: the hosts' own
     assert cells.cell_hosts(config, "all2x1") == ["n1", "n2"] and cells.cell_hosts(config, "n3") == HOSTS
     plan = Plan(config)
     spec = plan.cell_spec("all2x2", "g", "path", "io500", 1)

@@ -220,7 +220,7 @@ def cells(config: dict):
         for rep in range(1, repeat_plan(io)["min"] + 1):
             for bs, pattern, direct, streams, iodepth, shared in tests(io, host):
                 yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth, shared)
-            if host != ALL_HOSTS and target != "raw":
+            if not is_all_hosts(host) and target != "raw":
                 for files, size, dirs, fsync, streams in meta_tests(config):
                     yield MetaCell(host, array, target, files, size, dirs, fsync, streams, rep)
 
