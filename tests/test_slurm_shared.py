@@ -77,11 +77,12 @@ def campaign(tmp_path_factory):
             run_campaign(workdir, scaling, *SLURM_PROFILE, env=env)
             brick = list((base / "gluster" / "brick").iterdir())
         mounts = subprocess.run(["findmnt", "-n", "-t", "fuse.glusterfs"], capture_output=True, text=True).stdout
+        links = subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout
         left = {
             "processes": gluster_processes(base),
             "mounts": mounts.strip(),
             "namespaces": subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.strip(),
-            "veth": subprocess.run(["ip", "-br", "link"], capture_output=True, text=True).stdout.count("fsbv"),
+            "veth": links.count("fsbv") + links.count("fsbbr"),  # the nodes' veths and their bridge
             "brick": [p.name for p in brick if not p.name.startswith(".")],
         }
     return workdir / "results/shared", pd.read_csv(workdir / "results/shared/measurements.csv"), seen, left
