@@ -73,7 +73,7 @@ def campaign(tmp_path_factory):
             }
             run_campaign(workdir, config, *SLURM_PROFILE, env=env)
             # a scaling study on it: 1, 2, 4 hosts x 1, 2 processes, all-hosts cells and io500
-            scaling = config | {"campaign": "scaling", "clients": CLIENTS, "io": config["io"] | {"shared_file": [True]}}
+            scaling = config | {"campaign": "scaling", "clients": CLIENTS}
             run_campaign(workdir, scaling, *SLURM_PROFILE, env=env)
             brick = list((base / "gluster" / "brick").iterdir())
         mounts = subprocess.run(["findmnt", "-n", "-t", "fuse.glusterfs"], capture_output=True, text=True).stdout
@@ -164,7 +164,7 @@ def test_a_scaling_study_has_every_point_from_the_hosts_that_ran_it(campaign):
     workdir, *_ = campaign
     results = workdir.parent / "scaling"
     df = pd.read_csv(results / "scaling.csv")
-    tests = ["g write seq 1MiB buffered, shared file", "g read seq 1MiB buffered, shared file"]
+    tests = ["g write seq 1MiB buffered, file per process", "g read seq 1MiB buffered, file per process"]
     tests += [f"g io500 {phase}" for phase in PHASES]
     assert list(dict.fromkeys(df.test)) == tests
     for test in tests:
