@@ -4,6 +4,7 @@
 
 localrules:
     aggregate,
+    scaling,
     plots,
     provenance,
     baselines,
@@ -26,6 +27,7 @@ rule aggregate:
         ),
         baselines=BASELINE_ROWS,
         io500=[f"{RESULTS}/io500.csv"] if IO500_PLACES else [],
+        scaling=[f"{RESULTS}/scaling.csv"] if CAMPAIGN["clients"] else [],
     output:
         measurements=report(
             f"{RESULTS}/measurements.csv",
@@ -65,6 +67,33 @@ rule aggregate:
         code=ANALYSIS_CODE,
     script:
         "../scripts/aggregate.py"
+
+
+# A client-scaling study (config clients): every point's all-hosts cells and io500 phases, against the clients.
+rule scaling:
+    input:
+        records=cell_outputs(),
+        io500=io500_records(),
+    output:
+        table=report(
+            f"{RESULTS}/scaling.csv",
+            caption="../captions/scaling_csv.rst",
+            category="Tables",
+        ),
+        png=report(
+            f"{RESULTS}/plots/scaling.png",
+            caption="../captions/scaling.rst",
+            category="Plots",
+        ),
+        svg=f"{RESULTS}/plots/scaling.svg",
+    log:
+        f"{RESULTS}/logs/scaling.log",
+    conda:
+        "../envs/fsbench.yaml"
+    params:
+        code=ANALYSIS_CODE,
+    script:
+        "../scripts/scaling.py"
 
 
 rule plots:

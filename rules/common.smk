@@ -48,7 +48,7 @@ wildcard_constraints:
 
 # The step scripts of the rules that turn records into tables and plots (rules/analysis.smk): every fsbench file they
 # import is in the digest that reruns them (fsbench.workflow.digest, tests/test_rerun.py).
-ANALYSIS_SCRIPTS = ["aggregate.py", "plot.py"]
+ANALYSIS_SCRIPTS = ["aggregate.py", "plot.py", "scaling.py"]
 ANALYSIS_CODE = analysis_digest(
     [Path(workflow.basedir, "scripts", s) for s in ANALYSIS_SCRIPTS]
 )
@@ -74,6 +74,11 @@ def step_log(step):
 
 def workdir(wildcards):
     return str(array_dir(CAMPAIGN["scratch"], NAME, wildcards.array, wildcards.host))
+
+
+def part_hosts(wildcards):
+    """The hosts of a cell's parts: a clients point's first ones, else every host of the campaign."""
+    return campaign_cells.cell_hosts(CAMPAIGN, wildcards.host)
 
 
 def cell_spec(wildcards):
@@ -204,6 +209,7 @@ def final_outputs():
         *([f"{RESULTS}/compare.md"] if CAMPAIGN["compare_to"] else []),
         *([f"{RESULTS}/history.json"] if CAMPAIGN["history"] is not False else []),
         *([f"{RESULTS}/io500.csv"] if IO500_PLACES else []),
+        *([f"{RESULTS}/scaling.csv", f"{RESULTS}/plots/scaling.png"] if CAMPAIGN["clients"] else []),
     ]
 
 

@@ -26,7 +26,7 @@ for io500_phase in IO500_PHASES:
         params:
             cell=io500_cell,
             phase=io500_phase,
-            hosts=CAMPAIGN["hosts"],
+            hosts=part_hosts,
         script:
             "../scripts/io500.py"
 

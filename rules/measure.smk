@@ -23,7 +23,7 @@ rule write:
         storage_io=1,
     params:
         cell=cell_spec,
-        hosts=CAMPAIGN["hosts"],
+        hosts=part_hosts,
         scratch=CAMPAIGN["scratch"],
     script:
         "../scripts/write.py"
@@ -48,7 +48,7 @@ rule read:
         storage_io=1,
     params:
         cell=cell_spec,
-        hosts=CAMPAIGN["hosts"],
+        hosts=part_hosts,
         scratch=CAMPAIGN["scratch"],
     script:
         "../scripts/read.py"

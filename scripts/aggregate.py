@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fsbench.analysis import scaling as scaling_table
 from fsbench.analysis.aggregate import measurements, with_stops
 from fsbench.analysis.compare import comparisons
 from fsbench.analysis.stats import summarize, summarize_baselines
@@ -35,7 +36,15 @@ def io500_sections(files) -> tuple[str, str]:
     return io500_table.markdown(df), io500_table.html_section(df, charts)
 
 
-def aggregate(records, baselines, out, campaign, io500=()):
+def scaling_sections(files) -> tuple[str, str]:
+    """The client-scaling section of summary.md and summary.html, where the campaign has config clients."""
+    if not files:
+        return "", ""
+    df = pd.read_csv(files[0])
+    return scaling_table.markdown(df), scaling_table.html_section(df)
+
+
+def aggregate(records, baselines, out, campaign, io500=(), scaling=()):
     df = measurements(records)
     df.to_csv(out.measurements, index=False)
     series = timeseries_table(records)
@@ -49,14 +58,17 @@ def aggregate(records, baselines, out, campaign, io500=()):
     title = f"fsbench campaign '{campaign}'"
     per_host = hosts_blocks(records)  # all-hosts cells: each host's first-done, last-done and the stonewall
     io500_md, io500_html = io500_sections(io500)
-    # an io500 campaign's summary leads with its IO500 table, right under the title
+    scaling_md, scaling_html = scaling_sections(scaling)
+    # an io500 campaign's summary leads with its IO500 table, right under the title; the scaling study at the end
     markdown = with_hosts_markdown(summary_markdown(summary, title, earlier_summary, verdicts), per_host)
     head, _, rest = markdown.partition("\n")
     with open(out.markdown, "w") as f:
-        f.write(f"{head}\n{io500_md}\n{rest}" if io500_md else markdown)
+        f.write((f"{head}\n{io500_md}\n{rest}" if io500_md else markdown) + scaling_md)
     html = with_hosts_html(summary_html(summary, title, earlier_summary, verdicts), per_host)
     with open(out.html, "w") as f:
-        f.write(html.replace("</h1>", "</h1>\n" + io500_html, 1) if "</h1>" in html else io500_html + html)
+        html = html.replace("</h1>", "</h1>\n" + io500_html, 1) if "</h1>" in html else io500_html + html
+        at_end = "</body>" in html  # the scaling section goes inside the page, at its end
+        f.write(html.replace("</body>", scaling_html + "</body>") if at_end else html + scaling_html)
     return {
         "rows": len(df),
         "timeseries_rows": len(series),
@@ -74,4 +86,5 @@ run_step(
     snakemake.output,
     snakemake.params.campaign,
     list(snakemake.input.io500),
+    list(snakemake.input.scaling),
 )

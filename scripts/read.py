@@ -3,7 +3,7 @@ all-hosts cell."""
 
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, CellSpec
+from fsbench.campaign.cells import CellSpec, is_all_hosts
 from fsbench.measurement import all_hosts, steps
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.run_step import run_device_step
@@ -11,7 +11,7 @@ from fsbench.toolkit.run_step import run_device_step
 p = snakemake.params
 cell = CellSpec.from_params(p.cell)
 what = cell.describe("read")
-if cell.host == ALL_HOSTS:
+if is_all_hosts(cell.host):
     parts = Path(snakemake.output[0]).parent / "hosts"
     record = run_device_step(snakemake.log[0], all_hosts.measure, cell, "read", p.hosts, p.scratch, parts, what=what)
 else:

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, CellSpec
+from fsbench.campaign.cells import CellSpec, is_all_hosts
 from fsbench.measurement import all_hosts, steps
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.run_step import run_device_step
@@ -10,7 +10,7 @@ from fsbench.toolkit.run_step import run_device_step
 p, out = snakemake.params, snakemake.output
 cell = CellSpec.from_params(p.cell)
 what = cell.describe("write")
-if cell.host == ALL_HOSTS:
+if is_all_hosts(cell.host):
     parts = Path(out.record).parent / "hosts"  # each host's own records, beside the cell's
     record = run_device_step(snakemake.log[0], all_hosts.measure, cell, "write", p.hosts, p.scratch, parts, what=what)
 else:

@@ -105,6 +105,7 @@ def set_at(config: dict, path: str, value) -> dict:
 # change named in the context. (key, base changes, new value, "series" | "context", measured: io or metadata)
 RUNTIME = {"io.runtime": 4}
 META = {"metadata": {"files": 100, "file_size": "4KiB", "dirs": 2}}
+CLIENTS_BASE = {"hosts": ["n1"], "arrays.p": {"kind": "path", "path": "/tmp", "all_hosts": True}}
 CHANGES = [
     ("campaign", {}, "other-name", "name", "io"),
     ("scratch", {}, "/srv/scratch", "context", "io"),
@@ -142,6 +143,8 @@ CHANGES = [
     ("exclusive", {}, True, "context", "io"),
     ("hosts_parallel", {}, False, "context", "io"),
     ("methods", {}, "current", "context", "io"),  # which method a cell has is its record's (a series key)
+    # a point of the axis is the all-hosts row's host (all2x1), which keys its series; a host's own rows name it
+    ("clients", CLIENTS_BASE, {"hosts": [1], "processes": [1, 2]}, "context", "io"),
     ("precondition", {}, {"passes": 1}, "context", "io"),
     ("precondition.passes", {"precondition": {}}, 3, "context", "io"),
     ("precondition.pattern", {"precondition": {}}, "rand", "context", "io"),

@@ -117,6 +117,9 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
         assert whole.bad_blocks == 0 if op == "read" else math.isnan(whole.bad_blocks)  # both hosts' checks
         parts = df[df.host.str.endswith("@all") & (df.op == op)]
         assert sorted(parts.host) == sorted([f"{HERE}@all", f"{OTHER}@all"]) and (parts.bytes == SIZE).all()
+        cell = json.loads((workdir / Path(whole.record).relative_to("results/shared")).read_text())
+        # the parts started together at the barrier: the record says how far apart their first streams started
+        assert 0 <= cell["hosts"]["start_spread_s"] < 1, cell["hosts"]["start_spread_s"]
         folder = workdir / Path(whole.record).relative_to("results/shared").parent / "hosts"
         for host in (HERE, OTHER):
             part = json.loads((folder / f"{host}-{op}.json").read_text())

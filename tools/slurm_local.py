@@ -10,8 +10,8 @@ Jobs do not inherit SLURM_CONF, so /etc/slurm/slurm.conf is made a link to DIR/s
 that file belongs to another Slurm (it is not a link to a slurm.conf this script wrote), start refuses.
 
 NODES > 1 adds nodes fsbench-n2, fsbench-n3, …: each a slurmd in a network namespace of its own (a veth
-to this host, 10.231.0.N) and a UTS namespace naming it, so that its jobs see their own host name. They
-share this machine's kernel, disks and files, as nodes share a parallel filesystem.
+to a bridge on this host, 10.231.0.N; this host 10.231.0.1) and a UTS namespace naming it, so that its jobs see
+their own host name. They share this machine's kernel, disks and files, as nodes share a parallel filesystem.
 
 SHARED (a folder, NODES > 1) adds one real shared filesystem: a GlusterFS volume (Debian's glusterfs-server, one
 brick under DIR/gluster) served by a glusterd of this cluster's own at 10.231.0.1 and mounted at SHARED by every
@@ -45,7 +45,8 @@ VOLUME = "fsbench"  # the shared volume's name (its glusterd is this cluster's o
 # write-behind's). All off on the test volume, so that a read or stat after a cache drop is cold, as on a local
 # filesystem; the kernel's FUSE caches (pages, entries, attributes) are dropped by drop_caches.
 UNCACHED = ["stat-prefetch", "io-cache", "read-ahead", "quick-read", "open-behind", "readdir-ahead", "write-behind"]
-NET = "10.231.0"  # this host is .1 on the veths, node N is .N
+NET = "10.231.0"  # this host is .1 on the bridge of the veths, node N is .N
+BRIDGE = "fsbbr0"
 # Sets the namespace's host name, then becomes the daemon; the names come as arguments, never as code.
 AS_NODE = 'hostname "$0" && exec "$@"'
 # The same, in a mount namespace of the node's own first letting go of its copies of this machine's loop-device and
@@ -161,18 +162,21 @@ def _net(argv: list[str]) -> None:
 
 
 def add_namespaces(n: int) -> None:
-    """A network namespace per extra node, joined to this host by a veth pair."""
+    """A network namespace per extra node, joined to this host by a veth pair; the host's ends on one bridge (this
+    host .1 on it), so that every node reaches every other: a job's batch step may run on any of its nodes, and srun
+    there starts its tasks on the others."""
     if n > 1 and not shutil.which("ip"):
         raise Unavailable("several nodes need iproute2 (`ip`) for their network namespaces")
+    if n > 1:
+        _net(["ip", "link", "add", BRIDGE, "type", "bridge"])
+        _net(["ip", "addr", "add", f"{NET}.1/24", "dev", BRIDGE])
+        _net(["ip", "link", "set", BRIDGE, "up"])
     for i, node in enumerate(extra_nodes(n), start=2):
         host_end, node_end = f"fsbv{i}h", f"fsbv{i}n"
         _net(["ip", "netns", "add", node])
         _net(["ip", "link", "add", host_end, "type", "veth", "peer", "name", node_end])
         _net(["ip", "link", "set", node_end, "netns", node])
-        if i == 2:
-            _net(["ip", "addr", "add", f"{NET}.1/24", "dev", host_end])
-        else:  # .1 lives on the first veth; the others reach it by a route
-            _net(["ip", "route", "add", f"{NET}.{i}/32", "dev", host_end])
+        _net(["ip", "link", "set", host_end, "master", BRIDGE])
         _net(["ip", "link", "set", host_end, "up"])
         for argv in (
             ["ip", "addr", "add", f"{NET}.{i}/24", "dev", node_end],
@@ -194,6 +198,8 @@ def remove_namespaces(base: Path) -> list[str]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         subprocess.run(["ip", "netns", "delete", node], capture_output=True)
+    if names:
+        subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True)
     made.unlink(missing_ok=True)
     return [f"netns {node}" for node in names]
 

@@ -34,10 +34,10 @@ def main(argv=None) -> int:
         "-o", "--output", help="write OUTPUT.md and OUTPUT.csv (default: compare.md and compare.csv in NEW's folder)"
     )
     part = sub.add_parser("part", help="one host's share of an all-hosts cell (run by fsbench itself)")
-    for name in ("cell", "op", "start_at", "scratch", "record_dir"):
+    for name in ("cell", "op", "start_line", "scratch", "record_dir"):
         part.add_argument(name)
     io500 = sub.add_parser("io500-part", help="one host's share of an IO500 phase (run by fsbench itself)")
-    for name in ("spec", "phase", "start_at", "items", "record_dir"):
+    for name in ("spec", "phase", "start_line", "items", "record_dir"):
         io500.add_argument(name)
     from .history.cli import add_parser as add_history
 
@@ -90,7 +90,7 @@ def run_part(args) -> int:
 
     try:
         with open(args.cell) as f:
-            part(CellSpec.from_params(json.load(f)), args.op, float(args.start_at), args.scratch, args.record_dir)
+            part(CellSpec.from_params(json.load(f)), args.op, args.start_line, args.scratch, args.record_dir)
     except EXPECTED as e:
         print(f"fsbench: {short_hostname()}: {e}", file=sys.stderr)
         return 1
@@ -102,7 +102,7 @@ def run_io500_part(args) -> int:
     from fsbench.toolkit.run_step import EXPECTED
 
     try:
-        part_main(args.spec, args.phase, args.start_at, args.items, args.record_dir)
+        part_main(args.spec, args.phase, args.start_line, args.items, args.record_dir)
     except EXPECTED as e:
         print(f"fsbench: {short_hostname()}: {e}", file=sys.stderr)
         return 1

@@ -25,6 +25,35 @@ def spans_members(array: dict) -> bool:
 LOCAL = "local"
 # The host segment of a path array's cells that every host runs at once (all_hosts: true).
 ALL_HOSTS = "all"
+# With config clients, one such segment per point of the scaling axis: all<hosts>x<processes per host>, e.g. all2x1,
+# the first 2 hosts of `hosts` with 1 process (an all-hosts cell's streams, io500's processes) on each.
+CLIENTS_RE = re.compile(r"all(?P<hosts>[1-9]\d*)x(?P<processes>[1-9]\d*)")
+
+
+def is_all_hosts(host: str) -> bool:
+    """Whether a cell's host segment names several hosts at once: all, or a clients point."""
+    return host == ALL_HOSTS or CLIENTS_RE.fullmatch(host) is not None
+
+
+def clients_point(host: str) -> tuple[int, int] | None:
+    """(hosts, processes per host) of a clients point's segment; None for any other."""
+    m = CLIENTS_RE.fullmatch(host)
+    return (int(m["hosts"]), int(m["processes"])) if m else None
+
+
+def all_hosts_segments(config: dict) -> list[str]:
+    """The host segments of the cells every host runs at once: all, or with clients one per point (hosts, then
+    processes, in the order given)."""
+    clients = config.get("clients")
+    if not clients:
+        return [ALL_HOSTS]
+    return [f"all{h}x{p}" for h in clients["hosts"] for p in clients["processes"]]
+
+
+def cell_hosts(config: dict, host: str) -> list[str]:
+    """The hosts whose parts make up an all-hosts cell: a clients point's first ones, else all of `hosts`."""
+    point = clients_point(host)
+    return config["hosts"][: point[0]] if point else config["hosts"]
 
 
 def array_dir(scratch: str, campaign: str, array: str, host: str = LOCAL) -> Path:
@@ -180,10 +209,10 @@ def meta_tests(config: dict) -> list[tuple]:
     return [(meta["files"], meta["file_size"], meta["dirs"], meta["fsync"], s) for s in config["io"]["streams"]]
 
 
-def io_tests(config: dict) -> list:
-    """The block I/O tests of the campaign: none in an io500 campaign without an io: section (it measures only
-    what it names)."""
-    return list(tests(config["io"])) if config.get("io_cells", True) else []
+def io_tests(config: dict, host: str = LOCAL) -> list:
+    """The block I/O tests of the campaign (on `host`: a clients point's streams are its processes): none in an
+    io500 campaign without an io: section (it measures only what it names)."""
+    return tests(config["io"], host) if config.get("io_cells", True) else []
 
 
 def cells(config: dict):
@@ -192,12 +221,13 @@ def cells(config: dict):
     filesystem target and path array (not raw: a bare device has no files), this host's only."""
     io = config["io"]
     where = [(h, a, t) for h in measuring_hosts(config) for a in config["arrays"] for t in targets(config, a)]
-    where += [(ALL_HOSTS, a, "path") for a, spec in config["arrays"].items() if spec.get("all_hosts")]
+    all_hosts = [a for a, spec in config["arrays"].items() if spec.get("all_hosts")]
+    where += [(seg, a, "path") for seg in all_hosts_segments(config) for a in all_hosts]
     for host, array, target in where:
         for rep in range(1, repeat_plan(io)["min"] + 1):
-            for bs, pattern, direct, streams, iodepth, shared in io_tests(config):
+            for bs, pattern, direct, streams, iodepth, shared in io_tests(config, host):
                 yield Cell(host, array, target, pattern, bs, direct, streams, rep, iodepth, shared)
-            if host != ALL_HOSTS and target != "raw":
+            if not is_all_hosts(host) and target != "raw":
                 for files, size, dirs, fsync, streams in meta_tests(config):
                     yield MetaCell(host, array, target, files, size, dirs, fsync, streams, rep)
 
@@ -214,16 +244,18 @@ def io500_places(config: dict) -> list[tuple[str, str, str]]:
     found = []
     for array, spec in config["arrays"].items():
         if spec["kind"] == "path":
-            found.append((ALL_HOSTS if config["hosts"] else LOCAL, array, "path"))
+            found += [(seg, array, "path") for seg in (all_hosts_segments(config) if config["hosts"] else [LOCAL])]
         else:
             found += [(h, array, t) for h in measuring_hosts(config) for t in targets(config, array) if t != "raw"]
     return found
 
 
-def tests(io: dict) -> list[tuple]:
-    """Every combination of the io axes, as (block_size, pattern, direct, streams, iodepth, shared_file)."""
+def tests(io: dict, host: str = LOCAL) -> list[tuple]:
+    """Every combination of the io axes, as (block_size, pattern, direct, streams, iodepth, shared_file); a clients
+    point's streams are its processes per host."""
+    point = clients_point(host)
     axes = ("block_sizes", "patterns", "direct", "streams", "iodepth", "shared_file")
-    return list(itertools.product(*(io[a] for a in axes)))
+    return list(itertools.product(*([point[1]] if point and a == "streams" else io[a] for a in axes)))
 
 
 def fingerprint(*parts) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from fsbench.campaign import privilege
 from fsbench.campaign.cells import targets
 from fsbench.engines import table
 from fsbench.engines.metadata import PER_FILE_OVERHEAD, space_needed
@@ -114,12 +115,27 @@ def validate(config: dict) -> dict:
         raise _fail("(top level)", config, "a mapping of campaign keys")
     # An io500 campaign measures only what it names: block I/O cells only where it has an io: section.
     io_cells = "io" in config or config.get("io500") is None
+    own_scratch = "scratch" not in config
     validator = _with_defaults(jsonschema.Draft202012Validator)(load_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
     if errors:
         raise _describe(errors[0])
+    if own_scratch:
+        config["scratch"] = privilege.default_scratch()
     _check_semantics(config)
-    return config | {"io_cells": io_cells}
+    config["io_cells"] = io_cells
+    _check_privileges(config)
+    return config
+
+
+def _check_privileges(config: dict) -> None:
+    """A scratch this user can write; without root, no step that needs it (fsbench.campaign.privilege)."""
+    if why := privilege.unwritable(config["scratch"]):
+        raise _fail("scratch", config["scratch"], f"a folder you can make and write ({why})")
+    needs_root = [] if privilege.is_root() else privilege.root_steps(config)
+    if needs_root:
+        key, value, allowed = needs_root[0]
+        raise _fail(key, value, allowed + f"; {privilege.user()} is not root")
 
 
 def _size(value, key: str) -> int:
@@ -341,6 +357,21 @@ def _check_semantics(config: dict) -> None:
             _check_inodes(config, name, array)
     if config["io500"] is not None:  # after the arrays: it asks what each measures
         _check_io500(config)
+    if config["clients"] is not None:
+        _check_clients(config)
+
+
+def _check_clients(config: dict) -> None:
+    """A scaling axis needs hosts to take its points from, and something all hosts run at once."""
+    clients, n = config["clients"], len(config["hosts"])
+    for i, h in enumerate(clients["hosts"]):
+        if h > n:
+            allowed = f"at most the number of hosts ({n}): a point's hosts are the first ones of hosts"
+            raise _fail(f"clients.hosts[{i}]", h, allowed)
+    paths = [a for a, spec in config["arrays"].items() if spec["kind"] == "path"]
+    if not any(config["arrays"][a]["all_hosts"] for a in paths) and not (paths and config["io500"] is not None):
+        allowed = "null without a path array with all_hosts: true or io500 on a path array (what all hosts run at once)"
+        raise _fail("clients", clients, allowed)
 
 
 def _check_io500(config: dict) -> None:
@@ -438,6 +469,8 @@ def _check_array(config: dict, name: str, array: dict, allowed_devices: set) -> 
             raise _fail(where, dev, "a device also listed in allow_destroy (fsbench overwrites only those)")
     if kind == "path" and not os.path.isdir(array["path"]):
         raise _fail(f"{key}.path", array["path"], "an existing directory")
+    if kind == "path" and (why := privilege.unwritable(array["path"])):
+        raise _fail(f"{key}.path", array["path"], f"a directory you can write ({why})")
     if kind == "path" and "layout" in array:
         _check_layout(array, key)
     if array.get("all_hosts") and not config["hosts"]:

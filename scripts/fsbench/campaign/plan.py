@@ -22,12 +22,16 @@ from fsbench.campaign.cells import (
     Cell,
     CellSpec,
     MetaCell,
+    all_hosts_segments,
     all_targets,
     array_dir,
+    cell_hosts,
     cells,
+    clients_point,
     fingerprint,
     io500_places,
     io_tests,
+    is_all_hosts,
     is_metadata,
     measuring_hosts,
     meta_tests,
@@ -118,11 +122,15 @@ class Plan:
         self.older_methods: dict[tuple, tuple] = {}
         self.io = campaign["io"]
         self.targets = all_targets(campaign)
-        self.host_order = measuring_hosts(campaign) + [ALL_HOSTS]  # the host wildcard's values, in order
+        # the host wildcard's values, in order: the measuring hosts, all, and a clients axis's points
+        segments = [s for s in all_hosts_segments(campaign) if s != ALL_HOSTS]
+        self.host_order = measuring_hosts(campaign) + [ALL_HOSTS] + segments
         self.repeats = repeat_plan(self.io)
         self.min_reps, self.max_reps = self.repeats["min"], self.repeats["max"]
         self.adaptive = isinstance(self.io["repeats"], dict)
-        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q, sf).test for bs, p, d, s, q, sf in io_tests(campaign)]
+        own = io_tests(campaign)
+        every = own + [t for seg in segments for t in io_tests(campaign, seg) if t not in own]
+        self.tests = [Cell(LOCAL, "", "", p, bs, d, s, 1, q, sf).test for bs, p, d, s, q, sf in every]
         # A target's metadata cells run after its block I/O cells, in each round.
         self.tests += [MetaCell(LOCAL, "", "", *settings, 1).test for settings in meta_tests(campaign)]
         self.tests += [IO500_TEST] if campaign["io500"] is not None else []  # after them: one run, rep 1
@@ -201,13 +209,15 @@ class Plan:
         no host reads back what its own client cached); else None (each stream reads its own, as always)."""
         if "read_from" in self.io:
             return self.io["read_from"]
-        return "other" if host == ALL_HOSTS and len(self.campaign["hosts"]) > 1 else None
+        return "other" if is_all_hosts(host) and len(cell_hosts(self.campaign, host)) > 1 else None
 
     def _io500_spec(self, host: str, array: str, target: str, rep) -> dict:
         """IO500's settings as validated (sizes in bytes); reads from another process unless io.read_from: self."""
+        point = clients_point(host)
         spec = {
             **self._place(host, array, target),
-            "io500": self.campaign["io500"],
+            # a clients point's processes per host; the campaign's own elsewhere (their cells keep their params)
+            "io500": self.campaign["io500"] | ({"processes": point[1]} if point else {}),
             "read_from": self.io.get("read_from", "other"),
             "rep": int(rep),
             "test": IO500_TEST,

@@ -3,7 +3,7 @@
 import socket
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, LOCAL, array_dir, measuring_hosts
+from fsbench.campaign.cells import ALL_HOSTS, LOCAL, all_hosts_segments, array_dir, is_all_hosts, measuring_hosts
 from fsbench.storage.devices import DeviceError
 
 
@@ -21,14 +21,14 @@ def workdirs_here(config: dict) -> list[Path]:
     its share of all-hosts cells, and the file all hosts share (fsbench.measurement.all_hosts.shared_folder). Another
     node's folders are released on that node."""
     here = short_hostname()
-    names = [h for h in measuring_hosts(config) if h in (LOCAL, here)] + [part_host(here), ALL_HOSTS]
+    names = [h for h in measuring_hosts(config) if h in (LOCAL, here)] + [part_host(here), *all_hosts_segments(config)]
     return [array_dir(config["scratch"], config["campaign"], a, h) for h in names for a in config["arrays"]]
 
 
 def check_host(host: str) -> None:
     """A cell for a named host must run there: on Slurm its jobs are pinned with --nodelist."""
     here = socket.gethostname()
-    if host not in (LOCAL, ALL_HOSTS, here, short_hostname()):
+    if host not in (LOCAL, here, short_hostname()) and not is_all_hosts(host):
         raise DeviceError(
             f"this cell is for host '{host}' but runs on '{here}': with hosts in the campaign, run it "
             "through Slurm (--profile profiles/slurm) so that each host's cells land on that node"

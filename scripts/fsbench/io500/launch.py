@@ -9,17 +9,16 @@ import shutil
 import time
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, CellSpec
+from fsbench.campaign.cells import CellSpec, is_all_hosts
 from fsbench.io500 import phases as ph
 from fsbench.io500 import run
 from fsbench.measurement import all_hosts, provenance
 from fsbench.storage import devices
+from fsbench.toolkit import barrier
 from fsbench.toolkit.flags import CACHED_LIMIT
 from fsbench.toolkit.system import ToolError
-from fsbench.toolkit.system import run as run_cmd
 
 log = logging.getLogger("fsbench")
-LOCAL_DELAY = 0.2  # seconds from forking this host's processes to their start
 
 
 def root_of(cell: CellSpec) -> Path:
@@ -45,7 +44,7 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
     record_dir.mkdir(parents=True, exist_ok=True)
     root = root_of(cell)
     _check_target(cell, root)
-    names = list(hosts) if cell.host == ALL_HOSTS else [cell.host]
+    names = list(hosts) if is_all_hosts(cell.host) else [cell.host]
     spec = {"root": str(root), "io500": cell.io500, "read_from": cell.read_from, "hosts": names}
     p = cell.io500["processes"]
     nprocs = p * len(names)
@@ -64,13 +63,13 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
         run.fresh(root, phase, nprocs)
     for name in names:
         (record_dir / f"{name}-{phase}.json").unlink(missing_ok=True)
-    if cell.host == ALL_HOSTS:
+    if is_all_hosts(cell.host):
         spec_file = record_dir / f"{phase}.spec.json"
         spec_file.write_text(json.dumps(spec))
-        start_at = time.time() + all_hosts.START_DELAY
-        args = [str(spec_file), phase, repr(start_at), str(items), str(record_dir)]
-        argv = all_hosts.part_argv(names, args, "io500-part")
-        done = run_cmd(argv, check=False, timeout=None, env=all_hosts.part_env())
+        args = lambda port: [str(spec_file), phase, port, str(items), str(record_dir)]  # noqa: E731
+        argv_of = lambda port: all_hosts.part_argv(names, args(port), "io500-part")  # noqa: E731
+        done = barrier.run_parts(argv_of, len(names), all_hosts.part_env())
+        argv = done.args
         if done.returncode != 0:
             lines = done.stderr.strip().splitlines()
             said = [x for x in lines if x.startswith("fsbench:")] or lines[-5:] or ["no output"]
@@ -78,14 +77,15 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
         parts = [run.read_part(record_dir, name, phase) | {"host": name} for name in names]
         command = " ".join(argv)
     else:
-        start_at = time.time() + LOCAL_DELAY
-        parts = [
-            run.part(spec, phase, start_at, 0, items, record_dir / f"{cell.host}-{phase}.json") | {"host": cell.host}
-        ]
+        start_at = time.time() + run.LOCAL_DELAY
+        record = record_dir / f"{cell.host}-{phase}.json"
+        parts = [run.part(spec, phase, lambda: start_at, 0, items, record) | {"host": cell.host}]
         command = f"fsbench io500 {phase}: {p} forked process(es) on this host"
     _opened(phase, parts, writers)
     procs = [q for part in parts for q in part["processes"]]
     record = figure(cell, phase, procs, parts, items, nprocs, made)
+    starts = [min(q["start"] for q in part["processes"]) for part in parts]
+    record["start_spread_s"] = max(starts) - min(starts)  # the last host's first process after the first host's
     if kind.write:
         made[phase] = record["items_per_process"]
     if phase == order[-1]:

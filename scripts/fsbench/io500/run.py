@@ -28,6 +28,7 @@ from fsbench.engines.loops import load as load_loops
 from fsbench.io500 import phases as ph
 from fsbench.storage import cache
 from fsbench.storage.devices import DeviceError
+from fsbench.toolkit import barrier
 from fsbench.toolkit.records import read_json, write_json
 from fsbench.toolkit.system import pin_to_cpu
 from fsbench.toolkit.system import run as run_cmd
@@ -39,6 +40,7 @@ WAIT_MARGIN_S = 60.0
 FAILED = ".failed"  # a rank's post that it failed, under .sync/<phase>/
 DROP_TIMEOUT_S = 600  # the most drop-caches-cmd may take
 STAMP = struct.Struct("<qq")  # the writer's rank and the offset, at the start of every ior transfer
+LOCAL_DELAY = 0.2  # seconds from forking this host's processes to their start
 
 
 class Io500Error(DeviceError):
@@ -338,11 +340,11 @@ def _worker(args, results):
         results.put({"rank": rank, "error": line})
 
 
-def part(spec: dict, phase: str, start_at: float, host_index: int, items: int, record_path) -> dict:
+def part(spec: dict, phase: str, start_at, host_index: int, items: int, record_path) -> dict:
     """This host's processes in one phase (ranks host_index × processes ...): caches dropped first where the
-    phase reads (and how cold the files it reads then are, measured), all forked, all started at start_at. The
-    first process that fails ends the phase at once: the others are stopped, and the error names its host and
-    rank in one line."""
+    phase reads (and how cold the files it reads then are, measured), all forked, all started at start_at(), asked
+    once this host is ready (every host's part at the start line, fsbench.toolkit.barrier). The first process that
+    fails ends the phase at once: the others are stopped, and the error names its host and rank in one line."""
     root = Path(spec["root"])
     p = spec["io500"]["processes"]
     nprocs = p * len(spec["hosts"])
@@ -352,10 +354,11 @@ def part(spec: dict, phase: str, start_at: float, host_index: int, items: int, r
         found["cold"] = drop_caches(spec["io500"].get("drop-caches-cmd"))
     found["cached_before"] = _cached(spec, phase, root, ranks, nprocs, items)
     load_loops()  # once, before the fork: no process loads the library after the cache drop, on its own
+    start = start_at()
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()
     workers = {
-        r: ctx.Process(target=_worker, args=((spec, phase, root, r, nprocs, start_at, items), results)) for r in ranks
+        r: ctx.Process(target=_worker, args=((spec, phase, root, r, nprocs, start, items), results)) for r in ranks
     }
     for w in workers.values():
         w.start()
@@ -419,11 +422,13 @@ def _cached(spec: dict, phase: str, root: Path, ranks, nprocs: int, items: int) 
     return sum(cache.resident_fraction(str(f), items * t) for f in files) / len(files)
 
 
-def part_main(spec_file: str, phase: str, start_at: str, items: str, record_dir: str) -> None:
-    """`python -m fsbench io500-part`: this host's share, started by launch on every host."""
+def part_main(spec_file: str, phase: str, start_line: str, items: str, record_dir: str) -> None:
+    """`python -m fsbench io500-part`: this host's share, started by launch on every host; its processes start
+    LOCAL_DELAY after every host's part is at the start line (the launcher's port), time to fork them."""
     spec = json.loads(Path(spec_file).read_text())
     index = spec["hosts"].index(short_hostname())
-    part(spec, phase, float(start_at), index, int(items), Path(record_dir) / f"{short_hostname()}-{phase}.json")
+    start_at = lambda: barrier.wait(start_line) + LOCAL_DELAY  # noqa: E731
+    part(spec, phase, start_at, index, int(items), Path(record_dir) / f"{short_hostname()}-{phase}.json")
 
 
 def read_part(record_dir: Path, host: str, phase: str) -> dict:

@@ -4,7 +4,8 @@ time, from the first host's start to the last host's end; each host's own figure
 
 The write and the read are each a job (rules write and read) on one node; it starts one part per host
 with srun (one task per node) under Slurm, or, with this host as the only one, as a plain subprocess.
-The parts meet at a start time given to them.
+The parts start together at a barrier every part reaches once set up (fsbench.toolkit.barrier); the record says
+the spread of their starts (start_spread_s: the last host's first stream start after the first host's).
 
 The record also says per host when its first and last stream finished, the cell's first-done and last-done
 host, the tail between them and the stonewall figure (what every host had moved when the first finished, over
@@ -18,7 +19,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from fsbench.campaign.cells import ALL_HOSTS, CellSpec, array_dir
+from fsbench.campaign.cells import CellSpec, array_dir
 from fsbench.cluster.hosts import check_host, part_host, short_hostname
 from fsbench.engines import verify
 from fsbench.engines.job import aggregate
@@ -27,12 +28,10 @@ from fsbench.measurement.measure import measure_read, measure_write
 from fsbench.measurement.record import measurement_record
 from fsbench.storage import arrays, devices
 from fsbench.storage import layout as striping
-from fsbench.toolkit import flags, timeseries
+from fsbench.toolkit import barrier, flags, timeseries
 from fsbench.toolkit.records import read_json, write_json
-from fsbench.toolkit.system import ToolError, run
+from fsbench.toolkit.system import ToolError
 
-# Seconds from launching the parts to their common start: enough for srun to start a task on every node.
-START_DELAY = 3.0
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 
@@ -44,7 +43,7 @@ def part_workdir(scratch: str, campaign: str, array: str, host: str) -> Path:
 def shared_folder(cell: CellSpec, scratch: str) -> tuple[Path, Path]:
     """Where the hosts of a shared-file cell meet: a folder on the shared path (its data), and the folder in
     scratch whose path.json names it, so that a release finds it (hosts.workdirs_here)."""
-    workdir = array_dir(scratch, cell.campaign, cell.array, ALL_HOSTS)
+    workdir = array_dir(scratch, cell.campaign, cell.array, cell.host)
     data = Path(cell.array_spec["path"]) / f"fsbench-{cell.campaign}-{workdir.name}"
     return workdir, data
 
@@ -64,8 +63,9 @@ def _share(cell: CellSpec, hosts: list[str], op: str, scratch: str) -> dict:
     return replace(cell, shared_dir=str(data), hosts=tuple(hosts), slots=len(hosts) * cell.streams)
 
 
-def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str) -> dict:
-    """One host's share of one op, run on that host: wait for the common start, measure, keep the record."""
+def part(cell: CellSpec, op: str, start_line: str, scratch: str, record_dir: str) -> dict:
+    """One host's share of one op, run on that host: set up, wait at the start line (the launcher's port) for
+    every other host, measure, keep the record."""
     host = short_hostname()
     workdir = part_workdir(scratch, cell.campaign, cell.array, host)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -74,7 +74,7 @@ def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str
     if cell.shared_by_hosts:
         state = replace(state, path=cell.shared_dir)
         cell = replace(cell, slot_base=cell.hosts.index(host) * cell.streams)
-    time.sleep(max(0.0, start_at - time.time()))
+    barrier.wait(start_line)
     if op == "write":
         record = measure_write(arrays.Target(state), cell, workdir)
     elif cell.read_from == "other":  # IOR -C: host i reads what host i+1 wrote, from its own client
@@ -85,7 +85,7 @@ def part(cell: CellSpec, op: str, start_at: float, scratch: str, record_dir: str
         record = measure_read(written, cell, workdir, other_host=other if other != host else None)
     else:
         record = measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
-    record["row"]["host"] = f"{host}@{ALL_HOSTS}"
+    record["row"]["host"] = f"{host}@{cell.host}"
     write_json(Path(record_dir) / f"{host}-{op}.json", record)
     if op == "read":
         if cell.read_from == "other" and not cell.shared_by_hosts:
@@ -152,9 +152,9 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     spec.write_text(json.dumps(cell.as_record()))
     for host in hosts:
         (record_dir / f"{host}-{op}.json").unlink(missing_ok=True)
-    start_at = time.time() + START_DELAY
-    argv = part_argv(hosts, [str(spec), op, repr(start_at), scratch, str(record_dir)])
-    done = run(argv, check=False, timeout=None, env=part_env())
+    argv_of = lambda port: part_argv(hosts, [str(spec), op, port, scratch, str(record_dir)])  # noqa: E731
+    done = barrier.run_parts(argv_of, len(hosts), part_env())
+    argv = done.args
     if done.returncode != 0:  # each part says what went wrong on its host (`fsbench: <host>: …`); srun adds noise
         lines = done.stderr.strip().splitlines()
         said = [line for line in lines if line.startswith("fsbench:")] or lines[-5:] or ["no output"]
@@ -179,7 +179,7 @@ def measure(cell: CellSpec, op: str, hosts: list[str], scratch: str, record_dir)
     result["expected_bytes"] = None if cell.runtime else cell.size * cell.streams * len(hosts)
     more = {"parts": rows, "parts_timeseries": [p.get("timeseries", {}) for p in parts], "hosts": per_host}
     record = measurement_record(cell, op, result, target, timeseries=series, **more)
-    record["row"]["host"] = ALL_HOSTS
+    record["row"]["host"] = cell.host
     return record
 
 
@@ -206,6 +206,7 @@ def by_host(hosts: list[str], parts: list[dict]) -> dict:
             "timeseries": p.get("timeseries") or {},
         }
     t0 = min(h["start"] for h in found.values())
+    spread = max(h["start"] for h in found.values()) - t0
     wall = timeseries.stonewall(found)
     slow = timeseries.stragglers({h: v["mb_s"] * 1e6 for h, v in found.items()})
     table = {
@@ -218,4 +219,4 @@ def by_host(hosts: list[str], parts: list[dict]) -> dict:
         }
         for h, v in found.items()
     }
-    return {k: v for k, v in wall.items() if k != "done_s"} | {"hosts": table}
+    return {k: v for k, v in wall.items() if k != "done_s"} | {"start_spread_s": spread, "hosts": table}

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from snakemake.exceptions import WorkflowError
 
-from fsbench.campaign.cells import ALL_HOSTS, LOCAL, measuring_hosts
+from fsbench.campaign.cells import LOCAL, cell_hosts, is_all_hosts, measuring_hosts
 from fsbench.cluster.hosts import one_host_at_a_time, release_on, short_hostname
 from fsbench.workflow import snakemake_internals as internals
 
@@ -46,17 +46,19 @@ def device_resources(campaign: dict) -> dict:
     named = campaign["hosts"]
 
     def nodes_for(wildcards):
-        """An all-hosts step runs one part on every host: Slurm must give it all of them (sbatch --nodes/--ntasks)."""
-        return len(named) if wildcards.host == ALL_HOSTS else 1
+        """An all-hosts step runs one part on each of its hosts (all, or a clients point's first N): Slurm must give
+        it all of them (sbatch --nodes/--ntasks)."""
+        return len(cell_hosts(campaign, wildcards.host)) if is_all_hosts(wildcards.host) else 1
 
     def pin_to_host(wildcards):
-        """On Slurm: run on the cell's node (sbatch --nodelist), alone there when the campaign says exclusive."""
-        nodes = {LOCAL: [], ALL_HOSTS: named}.get(wildcards.host, [wildcards.host])
+        """On Slurm: run on the cell's node(s) (sbatch --nodelist), alone there when the campaign says exclusive."""
+        host = wildcards.host
+        nodes = [] if host == LOCAL else cell_hosts(campaign, host) if is_all_hosts(host) else [host]
         extra = [f"--nodelist={','.join(nodes)}"] if nodes else []
         return " ".join(extra + (["--exclusive"] if campaign["exclusive"] else []))
 
     def on_host(host):
-        return lambda wildcards: int(wildcards.host in (host, ALL_HOSTS))
+        return lambda wildcards: int(wildcards.host == host or is_all_hosts(wildcards.host))
 
     if named:
         found = {"nodes": nodes_for, "tasks": nodes_for, "slurm_extra": pin_to_host}
