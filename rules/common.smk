@@ -209,7 +209,11 @@ def final_outputs():
         *([f"{RESULTS}/compare.md"] if CAMPAIGN["compare_to"] else []),
         *([f"{RESULTS}/history.json"] if CAMPAIGN["history"] is not False else []),
         *([f"{RESULTS}/io500.csv"] if IO500_PLACES else []),
-        *([f"{RESULTS}/scaling.csv", f"{RESULTS}/plots/scaling.png"] if CAMPAIGN["clients"] else []),
+        *(
+            [f"{RESULTS}/scaling.csv", f"{RESULTS}/plots/scaling.png"]
+            if CAMPAIGN["clients"]
+            else []
+        ),
     ]
 
 
