@@ -474,7 +474,7 @@ def phases(sc: Scale) -> list[Phase]:
         cmd = f"{cmd} (after ior -w ... -k, sync, drop_caches)" if op == "read" else cmd
         each = f"{what}; 2 streams, O_DIRECT, 1 MiB, {format_size(sc.size)} each"
         found.append(Phase(op, "MB/s", IO_GOAL, each, cmd))
-    for ph in metadata.PHASES:
+    for ph in metadata.METADATA_PHASES:
         cmd = "mdtest " + " ".join(mdtest_args(Path("DIR"), ph, sc.files))
         what = f"metadata run_phase('{ph}'), 2 x {sc.files} empty files"
         found.append(Phase(f"md {ph}", "files/s", MD_GOAL, what, cmd))
@@ -510,7 +510,7 @@ def one_round(bin_dir: Path, root: Path, turns: tuple, sc: Scale) -> dict:
     job = meta_job(folders["fsbench"], sc.files)
     metadata.make_trees(job)
     try:
-        for ph in metadata.PHASES:
+        for ph in metadata.METADATA_PHASES:
             got[f"md {ph}"] = {}
             for who in turns:
                 drop_caches()
