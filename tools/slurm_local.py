@@ -294,6 +294,18 @@ def start_shared(base: Path, shared: Path, n: int) -> None:
             raise Unavailable(f"the GlusterFS client of {name} did not mount {shared} (see {gdir}/log)")
 
 
+def _started_with(argument: str) -> list[int]:
+    """The processes whose command line holds `argument` (a pid file of this cluster's own: never matched by name)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if argument.encode() in cmdline.read_bytes().split(b"\0"):
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            pass
+    return found
+
+
 def stop_shared(base: Path) -> list[str]:
     """Unmount every node's client, stop the brick and glusterd; returns what was stopped."""
     if not (base / "shared").exists():
@@ -324,10 +336,12 @@ def stop_shared(base: Path) -> list[str]:
     brick_log = Path("/var/log/glusterfs/bricks") / (re.sub("/", "-", str(gdir / "brick")).lstrip("-") + ".log")
     brick_log.unlink(missing_ok=True)  # likewise its log, in glusterd's fixed log folder
     if (gdir / "glusterd.pid").exists():
-        pid = int((gdir / "glusterd.pid").read_text().split()[0])
-        _end(pid)
+        # An empty pid file (glusterd killed while it wrote it): the glusterd started with that pid file, found by it
+        said = (gdir / "glusterd.pid").read_text().split()
+        for pid in [int(said[0])] if said else _started_with(str(gdir / "glusterd.pid")):
+            _end(pid)
+            stopped.append(f"glusterd ({pid})")
         (gdir / "glusterd.pid").unlink(missing_ok=True)
-        stopped.append(f"glusterd ({pid})")
     (base / "shared").unlink()
     return stopped
 
