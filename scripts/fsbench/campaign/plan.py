@@ -281,6 +281,8 @@ class Plan:
 
     def planned_finished(self) -> list[tuple]:
         """The finished cell repeats that this campaign still plans (a cell it no longer has is not its business)."""
+        if not self.finished:  # a new campaign: no walk over its cells when the workflow is read
+            return []
         places = {(c.host, c.array, c.target, c.test, c.rep) for c in cells(self.campaign)}
         places |= {(h, a, t, IO500_TEST, 1) for h, a, t in io500_places(self.campaign)}
         return [key for key in self.finished if key in places or (key[:4] + (1,) in places and self.adaptive)]
