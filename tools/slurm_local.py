@@ -270,8 +270,19 @@ def start_shared(base: Path, shared: Path, n: int) -> None:
         (gdir / sub).mkdir(parents=True, exist_ok=True)
     (gdir / "glusterd.vol").write_text(glusterd_vol(gdir))
     (base / "shared").write_text(str(shared))  # for stop
-    pid = gdir / "glusterd.pid"
-    _net([which("glusterd"), "-f", str(gdir / "glusterd.vol"), "-p", str(pid), "-l", str(gdir / "log/glusterd.log")])
+    pid, log = gdir / "glusterd.pid", gdir / "log/glusterd.log"
+    # Once in a CI run (its first glusterd, just installed) it exited at once, saying nothing on stderr; it did not
+    # again here, nor after a fresh install: so up to three tries, and why each failed (its log) if all do.
+    failed = []
+    for _ in range(3):
+        try:
+            _net([which("glusterd"), "-f", str(gdir / "glusterd.vol"), "-p", str(pid), "-l", str(log)])
+            break
+        except Unavailable as e:
+            failed += [str(e), *(log.read_text(errors="replace").splitlines()[-10:] if log.exists() else [])]
+            time.sleep(2)
+    else:
+        raise Unavailable("\n".join(failed))
     for _ in range(100):
         if (gdir / "run/glusterd.socket").exists():
             break
