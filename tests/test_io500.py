@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -52,6 +53,7 @@ def campaign(path, **over) -> dict:
         (lambda c: c["io500"].update(processes=0), r"'io500.processes': value 0 "),
         (lambda c: c["io500"]["ior-easy"].update(blockSize="1000KiB"), r"'io500.ior-easy.blockSize'.*multiple of"),
         (lambda c: c["io500"]["ior-easy"].update(transferSize="lots"), r"'io500.ior-easy.transferSize': value 'lots'"),
+        (lambda c: c["io500"]["ior-easy"].update(transferSize=12), r"'io500.ior-easy.transferSize': value '?12.*of 8"),
         (lambda c: c["io500"].update({"stonewall-time": -1}), r"'io500.stonewall-time': value -1 "),
         (lambda c: c["io500"].update({"stonewall-time": 2.5}), r"'io500.stonewall-time': value 2.5 "),
         (lambda c: c["io500"].update({"drop-caches": "yes"}), r"'io500.drop-caches': value 'yes' "),
@@ -322,6 +324,37 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
     assert not list(data.iterdir())  # the last phase leaves nothing
 
 
+def test_the_ior_loop_writes_iors_timestamp_words_and_checks_every_word_read_back(tmp_path):
+    """loops.c's fsb_ior: a transfer is the writer's stamp (rank, offset) then IOR's timestamp words (word w =
+    hi | low + w); a read with verify counts a transfer whose any word differs, or that sits at another offset."""
+    import array
+
+    from fsbench.engines.loops import IorLoop, ShortTransfer
+
+    t, path = 4096 + 8, tmp_path / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        hi, low = ph.timestamp_words(3)
+        IorLoop(fd, True, 3, ph.packet("timestamp", 3, t), base=0, stride=t).run(0, 4)
+        words = array.array("Q", path.read_bytes()[:t])
+        assert words[:2].tolist() == [3, 0] and words[2:].tolist() == [hi | (low + w) for w in range(2, t // 8)]
+        with open(path, "r+b") as f:  # transfer 2: one bit of a word deep inside; transfer 3 has 1's stamp
+            f.seek(2 * t + 3000)
+            f.write(bytes([path.read_bytes()[2 * t + 3000] ^ 1]))
+            f.seek(3 * t + 8)
+            f.write(struct.pack("<q", t))
+        reader = IorLoop(fd, False, 3, ph.packet("timestamp", 3, t), base=0, stride=t, verify=True, timestamp=(hi, low))
+        assert reader.run(0, 4) == 4 and reader.bad == 2 and reader.first_bad == 2
+        assert reader.first_bad_read == path.read_bytes()[2 * t : 3 * t] != reader.expected(2)
+        with pytest.raises(ShortTransfer, match=f"at offset {4 * t}: 0 of {t} bytes"):
+            reader.run(4, 5)
+        other = IorLoop(fd, False, 3, ph.packet("offset", 3, t), base=0, stride=t, verify=True)
+        assert other.run(0, 1) == 1 and other.bad == 1  # not the packet that was written
+        assert IorLoop(fd, False, 3, b"x" * t, base=0, stride=t).run(0, 4, deadline_ns=1) == 0  # past its deadline
+    finally:
+        os.close(fd)
+
+
 def test_a_read_that_finds_other_data_than_was_written_is_invalid_and_says_where(tmp_path):
     """ior -R and mdtest -X as io500 passes them: a transfer (a file) that differs is counted, the phase marked
     [INVALID] in io500's words, and the doubt names the file and offset (the file) and the rank."""
@@ -360,6 +393,7 @@ def test_a_process_that_fails_under_stonewall_ends_the_phase_at_once_and_the_rer
     """Rank 1 runs out of space (ENOSPC, raised at its 4th ior-hard transfer) while rank 0 writes on towards a
     3 s stonewall: the phase ends at once, one line naming the host, the rank and the error, no process left.
     The rerun finds posts of that attempt and of an older one in .sync/ior-hard-write and ignores them."""
+    from fsbench.engines.loops import IorLoop
     from fsbench.io500.run import Io500Error, sync_dir
 
     data = ram_scratch / "data"
@@ -368,14 +402,19 @@ def test_a_process_that_fails_under_stonewall_ends_the_phase_at_once_and_the_rer
     cell = CellSpec.from_params(Plan(validate(campaign(data, io500=io500))).cell_spec("local", "p", "path", "io500", 1))
     records = ram_scratch / "hosts"
     before = launch.phase_step(cell, "ior-easy-write", {"step": "prepare_array"}, [], records)
-    real_pwrite, fails_at = os.pwrite, ph.ior_hard_offset(1, 3, 2)
+    real_run = IorLoop.run
 
-    def pwrite(fd, buf, offset):
-        if offset == fails_at and os.readlink(f"/proc/self/fd/{fd}").endswith("ior-hard/file"):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_pwrite(fd, buf, offset)
+    def run(self, first, last, deadline_ns=0):  # rank 1's transfers end at its 4th, as on a full disk
+        if not (
+            self.spec.write
+            and self.spec.rank == 1
+            and os.readlink(f"/proc/self/fd/{self.spec.fd}")[-13:] == "ior-hard/file"
+        ):
+            return real_run(self, first, last, deadline_ns)
+        real_run(self, first, min(last, 3), deadline_ns)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(os, "pwrite", pwrite)  # in the forked ranks too
+    monkeypatch.setattr(IorLoop, "run", run)  # in the forked ranks too
     signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the phase hangs"))
     signal.alarm(30)
     t0 = time.monotonic()

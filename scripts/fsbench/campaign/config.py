@@ -380,6 +380,9 @@ def _check_io500(config: dict) -> None:
     easy = io500["ior-easy"]
     for k in ("transferSize", "blockSize"):
         easy[k] = _size(easy[k], f"io500.ior-easy.{k}")
+    if easy["transferSize"] % 8 or easy["transferSize"] < 16:  # IOR's words; fsbench's stamp in each transfer
+        allowed = "a multiple of 8 bytes, as IOR takes, of at least 16 (each transfer's stamp: its writer and offset)"
+        raise _fail("io500.ior-easy.transferSize", format_size(easy["transferSize"]), allowed)
     if easy["blockSize"] % easy["transferSize"]:
         allowed = f"a multiple of io500.ior-easy.transferSize ({format_size(easy['transferSize'])})"
         raise _fail("io500.ior-easy.blockSize", format_size(easy["blockSize"]), allowed)

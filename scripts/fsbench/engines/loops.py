@@ -12,10 +12,12 @@ filesystem) each write their own file and rename it into place. Warnings do not 
 new warning must not stop a measurement); the test suite builds it with -Werror.
 """
 
+import array
 import ctypes
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -140,6 +142,28 @@ class FilesOut(ctypes.Structure):
     ]
 
 
+class Ior(ctypes.Structure):
+    """struct fsb_ior of loops.c: one process's transfers in an IO500 ior phase."""
+
+    _fields_ = [
+        *((name, ctypes.c_void_p) for name in ("offsets", "buf", "expect", "first_bad_copy")),
+        *((name, ctypes.c_int64) for name in ("first", "last", "transfer", "base", "stride", "deadline_ns", "rank")),
+        ("hi", ctypes.c_uint64),
+        ("low", ctypes.c_uint64),
+        *((name, ctypes.c_int32) for name in ("fd", "write", "verify", "kind")),
+    ]
+
+
+class IorOut(ctypes.Structure):
+    """struct fsb_ior_out of loops.c: what happened."""
+
+    _fields_ = [
+        *((name, ctypes.c_int64) for name in ("done", "moved", "short_result", "bad", "first_bad")),
+        ("error", ctypes.c_int32),
+        ("pad", ctypes.c_int32),
+    ]
+
+
 class ScanOut(ctypes.Structure):
     """struct fsb_scan_out of loops.c: what one directory held."""
 
@@ -192,10 +216,12 @@ def load() -> ctypes.CDLL:
         if lib.fsb_sub_bits() != SUB_BITS:
             raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
         lib.fsb_files.argtypes = [ctypes.POINTER(Files), ctypes.POINTER(FilesOut)]
+        lib.fsb_ior.argtypes = [ctypes.POINTER(Ior), ctypes.POINTER(IorOut)]
         c = ctypes
         lib.fsb_scan.argtypes = [c.c_char_p, c.c_char_p, c.c_int64, c.c_int64, c.c_void_p, c.c_int64, c.c_void_p]
         sizes = (IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out), (Files, lib.fsb_sizeof_files)
         outs = (FilesOut, lib.fsb_sizeof_files_out), (ScanOut, lib.fsb_sizeof_scan_out)
+        outs += (Ior, lib.fsb_sizeof_ior), (IorOut, lib.fsb_sizeof_ior_out)
         for struct, size in (*sizes, *outs):
             size.restype = ctypes.c_int64
             if size() != ctypes.sizeof(struct):
@@ -313,6 +339,78 @@ class FileLoop:
                 raise WrongSize(path, out.short_result, self.spec.file_size)
             raise OSError(out.error, os.strerror(out.error), path)
         return out.done
+
+
+class IorLoop:
+    """One process's transfers in one of IO500's ior phases (loops.c's fsb_ior), set up before its clock starts.
+
+    Transfer i is at offsets[i] (an array('q')), or at base + i * stride. A write stamps each transfer's first 16
+    bytes with (rank, its offset) and writes `packet` after them; a read with `verify` checks each transfer against
+    the stamp of `rank` (the writer it reads) and `packet`, as IOR -R does, every word made and compared
+    (`timestamp`: (hi, low), a timestamp packet's words being hi | low + w; else the packet itself): `bad`
+    transfers, the first found at `first_bad`, as it was read in `first_bad_read`."""
+
+    def __init__(
+        self, fd: int, write: bool, rank: int, packet: bytes, offsets=None, base: int = 0, stride: int = 0,
+        verify: bool = False, timestamp: tuple[int, int] | None = None,
+    ):  # fmt: skip
+        self.transfer = len(packet)
+        if self.transfer < 16:
+            raise ValueError(f"a transfer of {self.transfer} bytes cannot hold its 16-byte stamp")
+        self._buf = ctypes.create_string_buffer(bytes(packet), self.transfer)
+        self._expect = ctypes.create_string_buffer(bytes(packet), self.transfer)
+        self._bad = ctypes.create_string_buffer(self.transfer)
+        self._offsets = offsets  # kept alive while C reads it
+        hi, low = timestamp or (0, 0)
+        self.spec = Ior(
+            offsets=offsets.buffer_info()[0] if offsets is not None else None,
+            buf=ctypes.addressof(self._buf),
+            expect=ctypes.addressof(self._expect),
+            first_bad_copy=ctypes.addressof(self._bad),
+            transfer=self.transfer, base=base, stride=stride, rank=rank, hi=hi, low=low,
+            fd=fd, write=write, verify=verify and not write, kind=0 if timestamp else 1,
+        )  # fmt: skip
+        self.moved = self.bad = 0
+        self.first_bad, self.first_bad_read = -1, b""
+        load()
+
+    def offset(self, i: int) -> int:
+        return self._offsets[i] if self._offsets is not None else self.spec.base + i * self.spec.stride
+
+    def expected(self, i: int) -> bytes:
+        """What transfer i should hold: the writer's stamp and packet."""
+        words = self.transfer // 8
+        if self.spec.kind == 0:
+            body = array.array("Q", (self.spec.hi | (self.spec.low + w) for w in range(words))).tobytes()
+            body += self._expect.raw[words * 8 :]
+        else:
+            body = self._expect.raw
+        return struct.pack("<qq", self.spec.rank, self.offset(i)) + body[16:]
+
+    def run(self, first: int, last: int, deadline_ns: int = 0) -> int:
+        """Transfers first.. up to last, none started at or after deadline_ns (CLOCK_MONOTONIC; 0: none); how
+        many were done. A failing call raises OSError, a short transfer ShortTransfer (those before are done)."""
+        self.spec.first, self.spec.last, self.spec.deadline_ns = first, last, deadline_ns
+        out = IorOut()
+        load().fsb_ior(ctypes.byref(self.spec), ctypes.byref(out))
+        self.moved += out.moved
+        if out.bad and self.first_bad < 0:
+            self.first_bad, self.first_bad_read = out.first_bad, self._bad.raw
+        self.bad += out.bad
+        if out.error:
+            at = self.offset(first + out.done)
+            if out.short_result >= 0:
+                raise ShortTransfer(at, out.short_result, self.transfer)
+            raise OSError(out.error, f"{os.strerror(out.error)} at offset {at}")
+        return out.done
+
+
+class ShortTransfer(Exception):
+    """A transfer that moved fewer bytes than asked (a read past the end of what was written)."""
+
+    def __init__(self, offset: int, moved: int, transfer: int):
+        super().__init__(f"at offset {offset}: {moved} of {transfer} bytes")
+        self.offset, self.moved = offset, moved
 
 
 class Scanner:

@@ -5,7 +5,6 @@ import array
 import fnmatch
 import math
 import random
-import struct
 from dataclasses import dataclass
 
 from fsbench.campaign import config
@@ -119,16 +118,23 @@ def find_matches(nprocs: int, hard_files: int) -> int:
 
 
 PACKETS = ("timestamp", "offset", "incompressible", "random")  # io500's dataPacketType (IOR's -l)
-SIGNATURE = 0x10500  # the fixed signature in a timestamp packet (io500 passes IOR a fixed one, -G)
+SIGNATURE = 0x10500  # a timestamp packet's signature (io500 passes IOR a fixed one, -G): word w holds it plus w
+
+
+def timestamp_words(rank: int) -> tuple[int, int]:
+    """(hi, low) of `rank`'s timestamp packet, whose 8-byte word w is hi | (low + w): IOR's (generate_memory_pattern:
+    its rank in the high half, its signature plus w in the low), with rank + 1 so that no word of rank 0 is small."""
+    return (rank + 1) << 32, SIGNATURE
 
 
 def packet(kind: str, rank: int, nbytes: int) -> bytes:
     """What `rank` writes in each transfer (or mdtest-hard file) under dataPacketType `kind`, before its stamp:
-    timestamp: every 8-byte word the rank and a fixed signature (as compressible as IOR's); offset: every word its
-    offset in the transfer; incompressible, random: bytes of a generator seeded by the rank. A reader of another
-    rank's data makes the same bytes to check it."""
+    timestamp: IOR's words (timestamp_words, as compressible as IOR's); offset: every word its offset in the
+    transfer; incompressible, random: bytes of a generator seeded by the rank. A reader of another rank's data makes
+    the same bytes to check it."""
     if kind == "timestamp":
-        words = struct.pack("<Q", (rank + 1) << 32 | SIGNATURE) * (nbytes // 8 + 1)
+        hi, low = timestamp_words(rank)
+        words = array.array("Q", (hi | (low + w) for w in range(nbytes // 8 + 1))).tobytes()
     elif kind == "offset":
         words = array.array("Q", range(0, nbytes + 8, 8)).tobytes()
     else:

@@ -10,6 +10,7 @@ and .sync/<phase>/ where the processes of a stonewalled write post how far each 
 the target is the filesystem they share), then all write on to the furthest (IOR's wear-out).
 """
 
+import array
 import ctypes
 import json
 import multiprocessing
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 from fsbench.cluster.hosts import short_hostname
-from fsbench.engines.loops import FileLoop, Scanner, WrongSize
+from fsbench.engines.loops import FileLoop, IorLoop, Scanner, ShortTransfer, WrongSize
 from fsbench.engines.loops import load as load_loops
 from fsbench.io500 import phases as ph
 from fsbench.storage import cache
@@ -169,50 +170,43 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
     state = {"errors": 0, "first_error": None}
     t = item_bytes(spec, phase)
     if p.kind == "ior":
+        offsets, base, stride = None, 0, t
         if p.family == "ior-easy":
             path = easy_file(root, whose)
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC if p.write else os.O_RDONLY
-            where = lambda i: i * t  # noqa: E731
             if phase == "ior-rnd4K-easy-read":  # each 4 KiB once, in an order of the rank's own
                 places = list(range(items))
                 random.Random(rank).shuffle(places)
-                where = lambda i: places[i] * t  # noqa: E731
+                offsets = array.array("q", (x * t for x in places))
         else:
             path = root / "ior-hard" / "file"
             flags = os.O_WRONLY if p.write else os.O_RDONLY
-            where = lambda i: ph.ior_hard_offset(whose, i, nprocs)  # noqa: E731
-        buf = bytearray(ph.packet(packet, whose, t))
+            base = ph.ior_hard_offset(whose, 0, nprocs)
+            stride = ph.ior_hard_offset(whose, 1, nprocs) - base
+        stamps = ph.timestamp_words(whose) if packet == "timestamp" else None
+        body = ph.packet(packet, whose, t)
 
         def start():
             state["fd"] = os.open(path, flags, 0o644)
             state["opened"] = {"path": str(path), "inode": os.fstat(state["fd"]).st_ino}
-
-        if p.write:
-
-            def item(i):
-                STAMP.pack_into(buf, 0, rank, where(i))
-                if os.pwrite(state["fd"], buf, where(i)) != t:
-                    raise Io500Error(f"{phase}: short write to {path}")
-
-        else:
-            view, expect = memoryview(buf), bytearray(buf)
-
-            def item(i):
-                if os.preadv(state["fd"], [view], where(i)) != t:
-                    raise Io500Error(f"{phase}: short read of {path} at {where(i)} (rank {rank} reads rank {whose}'s)")
-                if p.verify:
-                    STAMP.pack_into(expect, 0, whose, where(i))
-                    if buf != expect:
-                        state["errors"] += 1
-                        if state["first_error"] is None:
-                            state["first_error"] = _where_wrong(path, where(i), buf, expect)
+            state["loop"] = IorLoop(
+                state["fd"], p.write, whose, body, offsets, base, stride, verify=p.verify, timestamp=stamps
+            )
 
         def run(first, last, deadline_ns):
-            i = first
-            while i < last and not (deadline_ns and time.monotonic_ns() >= deadline_ns):
-                item(i)
-                i += 1
-            return i - first
+            loop = state["loop"]
+            try:
+                return loop.run(first, last, deadline_ns)
+            except ShortTransfer as e:
+                if p.write:
+                    raise Io500Error(f"{phase}: short write to {path}") from None
+                why = f"short read of {path} at {e.offset} (rank {rank} reads rank {whose}'s)"
+                raise Io500Error(f"{phase}: {why}") from None
+            finally:
+                state["errors"] = loop.bad
+                if loop.bad and state["first_error"] is None:
+                    i = loop.first_bad
+                    state["first_error"] = _where_wrong(path, loop.offset(i), loop.first_bad_read, loop.expected(i))
 
         def end(durable):
             if durable:
