@@ -104,3 +104,15 @@ def test_a_running_local_slurm_is_not_taken_over(system_conf, tmp_path):
     with pytest.raises(slurm_local.Unavailable, match=re.escape(f"another local Slurm runs from {running.parent}")):
         slurm_local.claim_system_conf(own_conf(tmp_path / "now"))
     assert system_conf.resolve() == running
+
+
+def test_the_clusters_sockets_fit_a_unix_socket_path_however_deep_its_folder():
+    """CI's tmp folder made glusterd's socket path 107 bytes and slurmd's job step socket 130, past sun_path's 108:
+    glusterd did not start, no job step could. Sockets (glusterd's, slurmd's spools, Ceph's admin sockets) live in
+    a short run_dir in /run, one per cluster folder."""
+    deep = slurm_local.Path("/tmp/pytest-of-root/pytest-166/popen-gw0") / ("x" * 200) / "cluster"
+    sockets = re.findall(r"glusterd-sockfile (\S+)", slurm_local.glusterd_vol(deep / "gluster"))
+    sockets += [str(slurm_local.run_dir(deep) / "spool-fsbench-n99" / "fsbench-n99_4294967295.4294967291")]
+    sockets += [str(slurm_local.run_dir(deep) / "ceph" / "client.fsbench-n99.asok")]
+    assert len(sockets) == 3 and all(len(s.encode()) < 108 and str(deep) not in s for s in sockets)
+    assert slurm_local.run_dir(deep) != slurm_local.run_dir(deep.parent / "other")  # two clusters, two folders

@@ -12,6 +12,7 @@ on a read after a cache drop could be served from ceph-fuse's memory. Off, the k
 data cache left, and drop_caches empties that one.
 """
 
+import hashlib
 import json
 import subprocess
 import time
@@ -40,8 +41,15 @@ OSD_MEMORY = 896 * 2**20
 PG_NUM = 16  # per pool: enough to spread a file's objects over both OSDs, few enough to start at once
 
 
-def conf(cdir: Path, addr: str) -> str:
-    """ceph.conf: every daemon's data, sockets, pid files and logs under `cdir`; one replica (one host)."""
+def run_dir(base: Path) -> Path:
+    """Where the local cluster under `base` keeps its sockets and pid files: short and in /run whatever `base` is, as a
+    socket's path holds at most 107 bytes (sun_path). CI's tmp folder for a test is long: glusterd failed to start
+    under it, slurmd could not start a job step (its socket \"is too long (130 > 108)\")."""
+    return Path("/run") / f"fsbench-{hashlib.sha1(str(base.resolve()).encode()).hexdigest()[:12]}"
+
+
+def conf(cdir: Path, run: Path, addr: str) -> str:
+    """ceph.conf: every daemon's data and logs under `cdir`, its sockets and pid files in `run`; one replica."""
     return f"""[global]
 fsid = {uuid.uuid4()}
 mon host = [v2:{addr}:3300,v1:{addr}:6789]
@@ -49,9 +57,9 @@ public addr = {addr}
 auth cluster required = none
 auth service required = none
 auth client required = none
-run dir = {cdir}/run
-admin socket = {cdir}/run/$name.asok
-pid file = {cdir}/run/$name.pid
+run dir = {run}
+admin socket = {run}/$name.asok
+pid file = {run}/$name.pid
 log file = {cdir}/log/$name.log
 crash dir = {cdir}/crash
 ms bind ipv6 = false
@@ -115,11 +123,12 @@ def start(
     gives the prefix that runs a command there) mounting the filesystem at `shared`."""
     apt_install.install(PACKAGES, "the shared CephFS")
     cdir = base / "ceph"
-    for sub in ("run", "log", "crash", "mon.a", "mgr.x", "mds.a", *(f"osd.{i}" for i in range(OSDS))):
+    for sub in ("log", "crash", "mon.a", "mgr.x", "mds.a", *(f"osd.{i}" for i in range(OSDS))):
         (cdir / sub).mkdir(parents=True, exist_ok=True)
+    (run_dir(base) / "ceph").mkdir(parents=True, exist_ok=True)
     (base / "shared").write_text(str(shared))  # for stop
     config = cdir / "ceph.conf"
-    config.write_text(conf(cdir, addr))
+    config.write_text(conf(cdir, run_dir(base) / "ceph", addr))
     c = ["-c", str(config)]
     fsid = conf_value(config, "fsid")
     _run([which("monmaptool"), "--create", "--fsid", fsid, "--addv", "a", f"[v2:{addr}:3300,v1:{addr}:6789]",
@@ -186,7 +195,7 @@ def stop(base: Path, in_node: Callable[[str | None], list[str]], end: Callable[[
     if not (base / "shared").exists() or not cdir.exists():
         return []
     shared, stopped = (base / "shared").read_text(), []
-    run = cdir / "run"
+    run = run_dir(base) / "ceph"
     order = sorted(run.glob("client.*.pid")) + [run / "mds.a.pid", *sorted(run.glob("osd.*.pid")), run / "mgr.x.pid"]
     for pid_file in [*order, run / "mon.a.pid"]:
         if not pid_file.exists():

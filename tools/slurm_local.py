@@ -36,6 +36,7 @@ from pathlib import Path
 import apt_install
 import cephfs_local
 from apt_install import Unavailable, which
+from cephfs_local import run_dir
 
 PACKAGES = {"slurmctld": "slurmctld", "slurmd": "slurmd", "sinfo": "slurm-client", "munged": "munge"}
 GLUSTER_PACKAGES = {"glusterd": "glusterfs-server", "gluster": "glusterfs-server", "glusterfs": "glusterfs-client"}
@@ -88,7 +89,7 @@ SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 StateSaveLocation={base}/state
-SlurmdSpoolDir={base}/spool-%n
+SlurmdSpoolDir={run_dir(base)}/spool-%n
 SlurmctldPidFile={base}/slurmctld.pid
 SlurmdPidFile={base}/slurmd-%n.pid
 SlurmctldLogFile={base}/log/slurmctld.log
@@ -236,8 +237,14 @@ def _in_node(base: Path, node: str | None) -> list[str]:
     return ["nsenter", f"--net=/run/netns/{node}", f"--mount={mount_namespace(base, node)}"]
 
 
+def gluster_run(base: Path) -> Path:
+    """glusterd's run-directory (its sockets, its bricks' pid files): under the cluster's short run_dir, as a
+    socket's path under CI's tmp folder was too long ("listen-path has value length 107")."""
+    return run_dir(base) / "gluster"
+
+
 def _gluster(gdir: Path, *args: str) -> None:
-    cli = [which("gluster"), f"--glusterd-sock={gdir}/run/glusterd.socket", "--mode=script"]
+    cli = [which("gluster"), f"--glusterd-sock={gluster_run(gdir.parent)}/glusterd.socket", "--mode=script"]
     _net([*cli, f"--log-file={gdir}/log/cli.log", *args])
 
 
@@ -246,8 +253,8 @@ def glusterd_vol(gdir: Path) -> str:
     return f"""volume management
     type mgmt/glusterd
     option working-directory {gdir}/wd
-    option run-directory {gdir}/run
-    option glusterd-sockfile {gdir}/run/glusterd.socket
+    option run-directory {gluster_run(gdir.parent)}
+    option glusterd-sockfile {gluster_run(gdir.parent)}/glusterd.socket
     option transport-type socket
     option transport.socket.bind-address {NET}.1
     option transport.socket.listen-port 24007
@@ -266,25 +273,19 @@ def start_shared(base: Path, shared: Path, n: int) -> None:
     """glusterd, one volume over a brick in base/gluster, and a FUSE client per node mounting it at `shared`."""
     install(GLUSTER_PACKAGES, "the shared GlusterFS volume")
     gdir = base / "gluster"
-    for sub in ("wd", "run", "log", "brick"):
+    for sub in ("wd", "log", "brick"):
         (gdir / sub).mkdir(parents=True, exist_ok=True)
+    gluster_run(base).mkdir(parents=True, exist_ok=True)
     (gdir / "glusterd.vol").write_text(glusterd_vol(gdir))
     (base / "shared").write_text(str(shared))  # for stop
     pid, log = gdir / "glusterd.pid", gdir / "log/glusterd.log"
-    # Once in a CI run (its first glusterd, just installed) it exited at once, saying nothing on stderr; it did not
-    # again here, nor after a fresh install: so up to three tries, and why each failed (its log) if all do.
-    failed = []
-    for _ in range(3):
-        try:
-            _net([which("glusterd"), "-f", str(gdir / "glusterd.vol"), "-p", str(pid), "-l", str(log)])
-            break
-        except Unavailable as e:
-            failed += [str(e), *(log.read_text(errors="replace").splitlines()[-10:] if log.exists() else [])]
-            time.sleep(2)
-    else:
-        raise Unavailable("\n".join(failed))
+    try:
+        _net([which("glusterd"), "-f", str(gdir / "glusterd.vol"), "-p", str(pid), "-l", str(log)])
+    except Unavailable as e:  # glusterd says why in its log, not on stderr
+        said = log.read_text(errors="replace").splitlines()[-10:] if log.exists() else []
+        raise Unavailable("\n".join([str(e), *said])) from None
     for _ in range(100):
-        if (gdir / "run/glusterd.socket").exists():
+        if (gluster_run(base) / "glusterd.socket").exists():
             break
         time.sleep(0.1)
     # force: the brick lies on the root filesystem, which gluster refuses by default
@@ -335,7 +336,7 @@ def stop_shared(base: Path) -> list[str]:
         _end(pid)
         pid_file.unlink(missing_ok=True)
         stopped.append(f"glusterfs client {name} ({pid})")
-    bricks = sorted((gdir / "run" / "vols").glob("*/*.pid"))
+    bricks = sorted((gluster_run(base) / "vols").glob("*/*.pid"))
     for pid_file in bricks:
         pid = int(pid_file.read_text().split()[0])
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if _alive(pid) else []
@@ -378,8 +379,10 @@ def start(base: Path, n: int = 1, shared: Path | None = None, fs: str = "gluster
     if munged and _alive(int(munged[0])):
         raise Unavailable("another local Slurm runs: its munged (/run/munge/munged.pid) is running")
     install()
-    for sub in ["state", "log"] + [f"spool-{node}" for node in extra_nodes(n)]:
+    for sub in ["state", "log"]:
         (base / sub).mkdir(parents=True, exist_ok=True)
+    for node in extra_nodes(n):
+        (run_dir(base) / f"spool-{node}").mkdir(parents=True, exist_ok=True)
     conf = base / "slurm.conf"
     conf.write_text(config(base, n))
     claim_system_conf(conf)  # jobs do not inherit SLURM_CONF: srun inside a job reads /etc/slurm/slurm.conf
@@ -401,7 +404,7 @@ def start(base: Path, n: int = 1, shared: Path | None = None, fs: str = "gluster
         raise Unavailable(f"another local Slurm runs: munged did not start (exit {proc.returncode})")
     shutil.copy(munge_pid, base / "munged.pid")
     name = config(base, 1).split("NodeName=")[1].split()[0]
-    (base / f"spool-{name}").mkdir(exist_ok=True)
+    (run_dir(base) / f"spool-{name}").mkdir(parents=True, exist_ok=True)
     daemons = [[which("slurmctld"), "-f", str(conf)], [which("slurmd"), "-f", str(conf), "-N", name]]
     for node in extra_nodes(n):  # nsenter, not `ip netns exec`: that one remounts /sys without cgroups
         own_mounts = []
@@ -478,6 +481,7 @@ def stop(base: Path) -> list[str]:
         subprocess.run(["umount", str(held)], capture_output=True)
         held.unlink()
         stopped.append(f"mntns {held.name.removeprefix('mntns-')}")
+    shutil.rmtree(run_dir(base), ignore_errors=True)  # sockets and pid files: every daemon is gone
     return stopped + remove_namespaces(base)
 
 
