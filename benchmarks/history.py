@@ -24,7 +24,8 @@ value is the median of its repeats; its lowest and highest repeat go to judge as
 
 Seeds: the thresholds in changes.py were chosen, and this benchmark developed, on seeds from DEVELOP_SEED
 (`--develop` prints the same rows on them, writing nothing). The table in docs/bench-history.md comes from seeds
-from FINAL_SEED, never used for anything before issue 40's final table (2026-12-06). SMOKE=1: 3 stores per row,
+from FINAL_SEED, never used for anything before issue 40's final table (2026-12-06 18:00; the seeds of its first
+one, 4,000,000 on, were seen before the suspicion rule's last change). SMOKE=1: 3 stores per row,
 the targets not checked (a test runs it so a broken benchmark fails). Otherwise the table is printed, written to
 docs/bench-history.md above its "Measured by hand" section (kept as it is: dated notes, never re-emitted as
 current by this script), and the exit status is 1 if a target is missed.
@@ -50,7 +51,9 @@ NOISE = 0.03  # between nights
 WITHIN = 1 / 3  # a repeat's noise around its night, as a share of the night's
 SPREAD = (0.01, 0.06)  # the noises of series that do not share one (log-uniform)
 WOBBLE = (0.03, 0.12)  # the noise of series on a loaded machine: 12 % seen (tests/test_history_campaign.py)
-DEVELOP_SEED, FINAL_SEED = 0, 4_000_000
+# 4,000,000 gave issue 40's first final table (2026-12-06 03:26); the suspicion rule changed after it (RATIO_SIGMAS):
+# its table now comes from seeds never used before 2026-12-06 18:00.
+DEVELOP_SEED, FINAL_SEED = 0, 5_000_000
 FLAT_TARGET, NEAR_BOUND, ONE_OFF_TARGET, SUSPECT_TARGET = 0.05, 0.02, 0.95, 0.99
 DOC = Path(__file__).resolve().parents[1] / "docs" / "bench-history.md"
 BY_HAND = "## Measured by hand"
@@ -261,7 +264,7 @@ def reading(rows: list[dict]) -> list[str]:
 
 
 def markdown(rows: list[dict], stores: int, flat_stores: int, seed: int, seconds: float) -> str:
-    which = "issue 40's final table: never used before 2026-12-06" if seed == FINAL_SEED else "development seeds"
+    which = "issue 40's final table: never used before 2026-12-06 18:00" if seed == FINAL_SEED else "development seeds"
     lines = [
         "# make bench-history",
         "",

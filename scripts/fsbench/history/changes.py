@@ -39,8 +39,9 @@ on the benchmark's development seeds (issue 28-29); how it fares: docs/bench-his
 nothing else.
 
 With fewer than MIN_SIZE runs after it a step cannot be tested yet. When every run after the last change (or
-the start) lies beyond SUSPECT_SIGMAS × the noise of the runs before it, all on one side, and by at least
-`min_change`, it is reported as `suspected` from the first such run; once MIN_SIZE runs follow, the test above
+the start) lies beyond SUSPECT_SIGMAS × the noise of the runs before it (or beyond a factor SUSPECT_RATIO and
+RATIO_SIGMAS × that noise: 20 sigma of a noise from 20 runs passed 12 of 1,000 3x steps), all on one side, and by
+at least `min_change`, it is reported as `suspected` from the first such run; once MIN_SIZE runs follow, the test above
 confirms it (`regression` or `improvement`) or not. With fewer than 2 × MIN_SIZE runs before it, their noise (from
 two to four differences) is not known well enough to count sigmas (three nights wobbling 12 % put 20 of them
 beyond a 3.2x drop; three equal ones put them under a 12 % wobble): the runs after it must lie beyond a factor
@@ -69,6 +70,7 @@ FDR = 0.03  # Benjamini–Hochberg's false discovery rate across the series of o
 MIN_CHANGE = 0.05  # history_min_change's default: smaller steps of the median are not reported
 SUSPECT_SIGMAS = 20.0  # how far outside the noise the runs after a fresh step must lie to be suspected
 SUSPECT_RATIO = 2.0  # how far off (a factor) they must lie when too few runs before them tell the noise
+RATIO_SIGMAS = 8.0  # a step by SUSPECT_RATIO or more is suspected when it also lies this far outside the noise
 SHORT_RUNS = 2  # the fewest runs before a suspected step when they were repeated (each run's repeats its noise)
 NOISE_FLOOR = 0.005  # the least noise assumed (0.5 %): a series repeated to the last digit is not cut at a wobble
 # The metric each series is tested on, by workload and op (an IO500 phase: its figure, io500.metric).
@@ -234,7 +236,8 @@ def _segment(values, logs, lo, hi, cutoff, min_change, min_size, prior, pieces, 
 def suspected(values, logs, start: int, min_change: float, min_size: int = MIN_SIZE, reps=None) -> Change | None:
     """A fresh step at the end of a piece whose runs from `start` on (the last change, or the piece's start) are
     too few to test it: the first run k (fewer than min_size from the end) from which every run lies beyond
-    SUSPECT_SIGMAS × the noise of the runs start..k, on one side, by at least min_change. With fewer than
+    SUSPECT_SIGMAS × the noise of the runs start..k (or beyond a factor SUSPECT_RATIO and RATIO_SIGMAS × that
+    noise), on one side, by at least min_change. With fewer than
     2 × min_size runs start..k their noise is not known (from two differences it is often 3 times too small or
     too large): beyond a factor SUSPECT_RATIO instead, and beyond every repeat of those runs (`reps`: each
     run's lowest and highest repeat and their number): a run's own repeats are its noise, so that SHORT_RUNS runs
@@ -246,7 +249,14 @@ def suspected(values, logs, start: int, min_change: float, min_size: int = MIN_S
         if len(ref) < min_size and not repeated:
             continue
         level = float(np.median(ref))
-        limit = SUSPECT_SIGMAS * noise(ref) if len(ref) >= 2 * min_size else np.log(SUSPECT_RATIO)
+        if len(ref) >= 2 * min_size:
+            # 20 sigma of a noise from a few runs may pass even a 3x step (ln 3 = 1.10): of series of 20 runs at 3 %
+            # noise, 1.1 % estimate it over 1.83 x too high. A step by SUSPECT_RATIO that lies RATIO_SIGMAS out is
+            # suspected too (none of 20,000 such estimates put ln 2 within 8 of them).
+            sigma = noise(ref)
+            limit = min(SUSPECT_SIGMAS * sigma, max(np.log(SUSPECT_RATIO), RATIO_SIGMAS * sigma))
+        else:
+            limit = np.log(SUSPECT_RATIO)
         if (np.abs(ref - level) >= limit).any():  # the step began earlier: not a fresh one
             continue
         off = tail - level
