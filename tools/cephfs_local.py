@@ -1,10 +1,11 @@
 """A small real CephFS for the local test cluster (tools/slurm_local.py's `ceph` shared filesystem).
 
-One mon, one mgr, OSDS OSDs and one MDS from Debian's packages (ceph 16.2), all under DIR/ceph and listening on
+One mon, one mgr, OSDS OSDs and one MDS from Debian's packages (ceph 16.2), their data under DIR/ceph (their
+sockets and pid files in run_dir(DIR)/ceph, a short path in /run: a socket's path is short) and listening on
 this host's end of the nodes' veths (slurm_local.NET.1), and a ceph-fuse client per node mounting the filesystem at
 SHARED: this host's in its own namespaces, each extra node's inside its network and mount namespaces, so that no
 node reads through another's client cache. This kernel has no LVM and no device-mapper, so the OSDs are BlueStore
-on a sparse file each, as Ceph's own src/vstart.sh makes them. Every daemon writes a pid file under DIR/ceph and
+on a sparse file each, as Ceph's own src/vstart.sh makes them. Every daemon writes a pid file and
 is stopped by it (never by name); `stop` unmounts every client first.
 
 The clients' object cache (client_oc) is off: drop_caches does not reach it and mincore cannot see it, so with it
@@ -179,7 +180,7 @@ def _mds_active(cdir: Path) -> bool:
 def memory(base: Path) -> dict[str, int]:
     """Each running daemon's and client's resident memory, in bytes, by its Ceph name (mon.a, osd.0, client.host…)."""
     rss = {}
-    for pid_file in sorted((base / "ceph" / "run").glob("*.pid")):
+    for pid_file in sorted((run_dir(base) / "ceph").glob("*.pid")):
         try:
             status = Path(f"/proc/{pid_file.read_text().split()[0]}/status").read_text()
         except (OSError, IndexError):
