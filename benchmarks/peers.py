@@ -222,8 +222,9 @@ def pfind_args(d: Path) -> list[str]:
 
 
 def io500_peer_commands(d: Path, io5: dict) -> dict:
-    """Each phase as io500.sh / src/phase_*.c run it (github IO500/io500), with the tunables io5: {phase: (tool,
-    args)}. Reads shift to another rank (ior -C -Q 1, mdtest -N 1) as fsbench's io.read_from: other does."""
+    """Each phase as io500's src/phase_*.c run it (IO500/io500 at 02091cf), with the tunables io5: {phase: (tool,
+    args)}: its syncs (mdtest -Y after the write phases, inside their time) and data checks (ior -R on the reads,
+    mdtest -X on mdtest-hard-read), its read-from rules (ior -C -Q 1, mdtest -N 1)."""
     t, b = (format_size(io5_bytes(io5["ior-easy"][k])).replace("iB", "").lower() for k in ("transferSize", "blockSize"))
     easy = ["-C", "-Q", "1", "-g", "-G", "271", "-k", "-e", "-o", f"{d}/ior-easy/ior_file_easy", "-t", t, "-b", b]
     easy += ["-F", "-a", "POSIX"]
@@ -235,17 +236,17 @@ def io500_peer_commands(d: Path, io5: dict) -> dict:
     md_hard += ["-d", f"{d}/mdt_hard"]
     return {
         "ior-easy-write": ("ior", [*easy, "-w"]),
-        "mdtest-easy-write": ("mdtest", [*md_easy, "-C"]),
+        "mdtest-easy-write": ("mdtest", [*md_easy, "-C", "-Y"]),
         "ior-hard-write": ("ior", [*hard, "-w"]),
-        "mdtest-hard-write": ("mdtest", [*md_hard, "-C"]),
+        "mdtest-hard-write": ("mdtest", [*md_hard, "-C", "-Y"]),
         # IO500's pfind where tools/peers.py can build it (its tarball found), else one GNU find process
         "find": ("pfind", pfind_args(d)) if peers.pfind() else ("find", [str(d), "-type", "f"]),
-        "ior-easy-read": ("ior", [*easy, "-r"]),
+        "ior-easy-read": ("ior", [*easy, "-r", "-R"]),
         "mdtest-easy-stat": ("mdtest", [*md_easy, "-T"]),
-        "ior-hard-read": ("ior", [*hard, "-r"]),
+        "ior-hard-read": ("ior", [*hard, "-r", "-R"]),
         "mdtest-hard-stat": ("mdtest", [*md_hard, "-T"]),
         "mdtest-easy-delete": ("mdtest", [*md_easy, "-r"]),
-        "mdtest-hard-read": ("mdtest", [*md_hard, "-E"]),
+        "mdtest-hard-read": ("mdtest", [*md_hard, "-E", "-X"]),
         "mdtest-hard-delete": ("mdtest", [*md_hard, "-r"]),
     }
 
@@ -347,26 +348,10 @@ def io500_round(bin_dir: Path, root: Path, turns: tuple, io5: dict) -> dict:
             got[phase] = {}
             for who in turns:
                 if who == "fsbench":
-                    record = fsbench_phase(phase)
-                    got[phase][who] = record["value"]
+                    got[phase][who] = fsbench_phase(phase)["value"]
                 else:
                     got[phase][who] = io500_peer_phase(bin_dir, peer if who == "peer" else again, phase, io5)
-            if phase in UNFLUSHED:
-                got[f"{phase} {UNFLUSHED_ROW}"] = got[phase] | {"fsbench": before_flush(record)}
     return got
-
-
-# The mdtest write phases as mdtest times them: IO500's mdtest commands never sync, fsbench times each write
-# phase to its durable end (its syncfs inside). The same records, up to each process's last file instead.
-UNFLUSHED = ("mdtest-easy-write", "mdtest-hard-write")
-UNFLUSHED_ROW = "before its flush"
-
-
-def before_flush(record: dict) -> float:
-    """An mdtest write phase's kIOPS from its record up to the last file made, without the flush after it."""
-    procs = [q for host in record["hosts"].values() for q in host["processes"]]
-    seconds = max(q["end"] for q in procs) - min(q["start"] for q in procs)
-    return sum(q["items"] for q in procs) / seconds / 1e3
 
 
 def io500_phases(io5: dict) -> list:
@@ -377,9 +362,6 @@ def io500_phases(io5: dict) -> list:
         goal = IO_GOAL if phase.startswith("ior-") else MD_GOAL
         cmd = shlex.join([tool, *args]) + (" | wc -l" if tool == "find" else "")
         found.append(Phase(f"io500 {phase}", ph500.unit(phase), goal, f"io500 campaign, phase {phase}", cmd))
-        if phase in UNFLUSHED:
-            what = f"io500 campaign, phase {phase}: its files over the time to the last one made (no syncfs)"
-            found.append(Phase(f"io500 {phase} {UNFLUSHED_ROW}", ph500.unit(phase), goal, what, cmd))
     return found
 
 
@@ -737,8 +719,9 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple, memor
     lines += [
         "Each fsbench io500 phase is "
         "fsbench.io500.launch.phase_step, what the workflow's io500 rules run, on the cell its plan makes of that "
-        "campaign, and its value is the one io500.csv would hold. Both tools run the phases in IO500's order, the "
-        "caches dropped before the phases fsbench drops them before (reads, stats, find, deletes). "
+        "campaign, and its value is the one io500.csv would hold. Both tools run the phases in IO500's order with "
+        "io500's defaults: no cache dropped (drop-caches false), mdtest -Y after the write phases, the data checked "
+        "on the reads (ior -R, mdtest -X). "
         "Side by side phase by phase: each phase runs fsbench's, the peer's and the peer's again (in the round's "
         "turns) before the next, so that they meet the storage in one state. "
         + (

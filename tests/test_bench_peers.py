@@ -15,8 +15,8 @@ from conftest import REPO, needs_root
 
 pytestmark = [needs_root, pytest.mark.e2e]
 PHASES = ["write", "read", "md create", "md stat", "md read", "md delete"]
-IO500 = ["ior-easy-write", "mdtest-easy-write", "mdtest-easy-write before its flush", "ior-hard-write"]
-IO500 += ["mdtest-hard-write", "mdtest-hard-write before its flush", "find", "ior-easy-read"]
+IO500 = ["ior-easy-write", "mdtest-easy-write", "ior-hard-write"]
+IO500 += ["mdtest-hard-write", "find", "ior-easy-read"]
 IO500 += ["mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read"]
 IO500 += ["mdtest-hard-delete"]
 PFIND = "pfind-aaba722.tar.gz"  # tools/peers.py builds find's peer from it where it is found
@@ -57,6 +57,9 @@ def test_every_phase_has_both_figures_and_a_ratio():
     assert "--posix.odirect -F -w -e -k" in proc.stdout and "--posix.odirect -F -r -C" in proc.stdout
     assert "Memory: " in proc.stdout  # whether this VM's free page reporting was held
     assert "-t 47008 -b 47008 -s 20" in proc.stdout and "-w 3901 -e 3901" in proc.stdout
+    # io500's own syncs and data checks (src/phase_*.c): -Y after the mdtest writes, -R on the ior reads, -X
+    assert "-d DIR/mdt_hard -C -Y`" in proc.stdout and "-d DIR/mdt_easy -C -Y`" in proc.stdout
+    assert "-o DIR/ior-hard/file -r -R`" in proc.stdout and "-d DIR/mdt_hard -E -X`" in proc.stdout
     pfind = [REPO.parent / "shared" / "peers" / PFIND, Path("/var/tmp/fsbench-peers") / PFIND]
     if any(p.exists() for p in pfind):  # find's peer is IO500's pfind, run as IO500's phase_find runs it
         assert "pfind DIR -newer DIR-timestamp -size 3901c -name '*01*' -C -q 10000" in proc.stdout
