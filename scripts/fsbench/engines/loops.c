@@ -414,6 +414,8 @@ struct fsb_files {
     int32_t verify;         /* a read checks the file's bytes against `expect` (stamped as a create stamps), as
                                mdtest -X, after the file's time */
     const char *expect;     /* file_size bytes: what every create wrote, before its stamp */
+    uint64_t hi, low;       /* kind 0: a timestamp packet (word w: hi | low + w), checked as IOR's words */
+    int64_t kind;           /* 0: timestamp, else `expect` word by word */
 };
 
 /* What happened. fsbench.engines.loops.FilesOut mirrors it. */
@@ -426,6 +428,35 @@ struct fsb_files_out {
     int64_t bad, first_bad; /* verify: files read that were not as made, and the lowest of them (-1: none) */
     int64_t check_ns;       /* the checks' own time, outside every file's */
 };
+
+/* IOR's verify_memory_pattern's shape (ior -R, mdtest -X): per word, the expected word made in a switch on the
+   packet's kind, then compared; every word looked at; the first `stamps` words are stamp[]. Its cost is IOR's
+   (13.0-13.3 GB/s against IOR's function's 13.8-14.0 on one core here, gcc -O2, one 1 MiB buffer over and over); a
+   loop without the switch is vectorised and twice as fast. */
+static int words_differ(const char *buf, const char *expect, int64_t bytes, const uint64_t *stamp, int64_t stamps,
+                        int64_t kind, uint64_t hi, uint64_t low) {
+    const uint64_t *got = (const uint64_t *)buf, *exp_words = (const uint64_t *)expect;
+    int64_t words = bytes / 8;
+    int error = 0;
+    for (int64_t w = 0; w < words; w++) {
+        uint64_t exp;
+        switch (kind) {
+        case 0:
+            exp = hi | (low + w);
+            break;
+        default:
+            exp = exp_words[w];
+        }
+        if (w < stamps)
+            exp = stamp[w];
+        if (got[w] != exp)
+            error = 1;
+    }
+    for (int64_t b = words * 8; b < bytes; b++)
+        if (buf[b] != expect[b])
+            error = 1;
+    return error;
+}
 
 static int one_file(const struct fsb_files *f, int64_t i, struct fsb_files_out *o) {
     char path[PATH_MAX];
@@ -513,8 +544,8 @@ int fsb_files(const struct fsb_files *f, struct fsb_files_out *o) {
             o->longest_ns = d;
         last = now;
         if (f->verify && f->op == 2 && f->file_size) {
-            int64_t head = f->stamp ? 8 : 0, stamp = f->stamp_base + i;
-            if ((head && memcmp(f->data, &stamp, 8)) || memcmp(f->data + head, f->expect + head, f->file_size - head))
+            const uint64_t stamp = (uint64_t)(f->stamp_base + i);
+            if (words_differ(f->data, f->expect, f->file_size, &stamp, f->stamp ? 1 : 0, f->kind, f->hi, f->low))
                 if (!o->bad++ || i < o->first_bad)
                     o->first_bad = i;
             last = mono_ns();
@@ -551,31 +582,9 @@ struct fsb_ior_out {
 int64_t fsb_sizeof_ior(void) { return (int64_t)sizeof(struct fsb_ior); }
 int64_t fsb_sizeof_ior_out(void) { return (int64_t)sizeof(struct fsb_ior_out); }
 
-/* IOR's verify_memory_pattern's shape: per word, the expected word made in a switch on the packet's kind, then
-   compared; every word looked at. Its cost is IOR's (13.0-13.3 GB/s against IOR's function's 13.8-14.0 on one
-   core here, gcc -O2, one 1 MiB buffer over and over); a loop without the switch is vectorised and twice as fast. */
 static int ior_check(const struct fsb_ior *p, int64_t off) {
-    const uint64_t *got = (const uint64_t *)p->buf, *expect = (const uint64_t *)p->expect;
-    int64_t words = p->transfer / 8;
-    int error = 0;
-    for (int64_t w = 0; w < words; w++) {
-        uint64_t exp;
-        switch (p->kind) {
-        case 0:
-            exp = p->hi | (p->low + w);
-            break;
-        default:
-            exp = expect[w];
-        }
-        if (w < 2) /* the stamp */
-            exp = w ? (uint64_t)off : (uint64_t)p->rank;
-        if (got[w] != exp)
-            error = 1;
-    }
-    for (int64_t b = words * 8; b < p->transfer; b++)
-        if (p->buf[b] != p->expect[b])
-            error = 1;
-    return error;
+    const uint64_t stamp[2] = {(uint64_t)p->rank, (uint64_t)off};
+    return words_differ(p->buf, p->expect, p->transfer, stamp, 2, p->kind, p->hi, p->low);
 }
 
 int fsb_ior(const struct fsb_ior *p, struct fsb_ior_out *o) {

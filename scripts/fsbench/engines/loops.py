@@ -122,6 +122,9 @@ class Files(ctypes.Structure):
         ("fsync_each", ctypes.c_int32),
         ("verify", ctypes.c_int32),
         ("expect", _p),
+        ("hi", ctypes.c_uint64),
+        ("low", ctypes.c_uint64),
+        ("kind", ctypes.c_int64),
     ]
 
 
@@ -284,12 +287,13 @@ class FileLoop:
     create: open(O_CREAT|O_EXCL, 0644), write `data` (file_size bytes; with `stamp_base` each file's first 8
     bytes become stamp_base + i, little-endian here), fsync if `fsync_each`, close. stat: stat(2). read: open,
     one read of file_size + 1 bytes (it must find file_size), close; with `expect` (what the create's `data` was)
-    its bytes are checked after the file's time too, as mdtest -X (`bad` files, the lowest `first_bad`, the
+    its bytes are checked after the file's time too, as mdtest -X does, word by word (`timestamp`: (hi, low) of a
+    timestamp packet, whose words are made as IOR's check makes them) (`bad` files, the lowest `first_bad`, the
     checks' `check_ns`). delete: unlink."""
 
     def __init__(
         self, op: str, folder: str, name: str, count: int, dirs: int = 1, file_size: int = 0, data: bytes = b"",
-        stamp_base=None, fsync_each=False, expect: bytes | None = None,
+        stamp_base=None, fsync_each=False, expect: bytes | None = None, timestamp: tuple[int, int] | None = None,
     ):  # fmt: skip
         if op not in FILE_OPS:
             raise ValueError(f"unknown file operation {op!r}; allowed: {', '.join(FILE_OPS)}")
@@ -311,6 +315,9 @@ class FileLoop:
             fsync_each=fsync_each,
             verify=expect is not None and op == "read",
             expect=ctypes.addressof(self._expect) if self._expect else None,
+            hi=timestamp[0] if timestamp else 0,
+            low=timestamp[1] if timestamp else 0,
+            kind=0 if timestamp else 1,
         )
         self.moved = self.bad = self.check_ns = 0
         self.first_bad = -1

@@ -96,8 +96,9 @@ ENGINES = {
 # default, the ior reads and mdtest-hard-read check the data, reads from io500's rank (IOR -C -Q 1, mdtest -N 1),
 # the timestamp and ior-rnd4K-easy-read phases.
 # io500 6: the ior phases' transfers in C (loops.c's fsb_ior), a timestamp packet of IOR's words, and IOR's check of
-# each word read (-R): against the io500 application on a RAM ext4, fsbench's ior-easy-read ran at 2.08 x its own
-# (a memcmp costs a third of IOR's check) and ior-rnd4K-easy-read at 0.69 (Python's ~2 us a transfer).
+# each word read (ior -R, mdtest -X: verify_memory_pattern's loop): against the io500 application on a RAM ext4,
+# fsbench's ior-easy-read ran at 2.08 x its own (a memcmp costs a third of IOR's check) and ior-rnd4K-easy-read at
+# 0.69 (Python's ~2 us a transfer).
 METADATA_METHOD = 4
 IO500_METHOD = 6
 
@@ -159,7 +160,7 @@ METHOD_HISTORY = {
         3: "find stats the names matching *01* for size and age, as IO500's find",
         4: "files named as mdtest names them; find walks its directories in C",
         5: "as the io500 application measures: no cache drop unless drop-caches, data checks, io500's read-from rank",
-        6: "the ior transfers in C, IOR's timestamp words and IOR's check of every word read",
+        6: "the ior transfers in C, IOR's timestamp words and IOR's check of every word read (ior -R, mdtest -X)",
     },
 }
 

@@ -222,6 +222,7 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
     files = FileLoop(
         p.op.replace("write", "create"), folder, name, count=0, file_size=size, data=data,
         stamp_base=ph.file_stamp(whose, 0) if size else None, expect=data if p.verify and size else None,
+        timestamp=ph.timestamp_words(whose) if packet == "timestamp" else None,
     )  # fmt: skip
     state["latency"] = files.hist
 
