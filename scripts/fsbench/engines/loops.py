@@ -12,7 +12,6 @@ filesystem) each write their own file and rename it into place. Warnings do not 
 new warning must not stop a measurement); the test suite builds it with -Werror.
 """
 
-import array
 import ctypes
 import hashlib
 import os
@@ -354,8 +353,9 @@ class IorLoop:
     Transfer i is at offsets[i] (an array('q')), or at base + i * stride. A write stamps each transfer's first 16
     bytes with (rank, its offset) and writes `packet` after them; a read with `verify` checks each transfer against
     the stamp of `rank` (the writer it reads) and `packet`, as IOR -R does, every word made and compared
-    (`timestamp`: (hi, low), a timestamp packet's words being hi | low + w; else the packet itself): `bad`
-    transfers, the first found at `first_bad`, as it was read in `first_bad_read`."""
+    (`timestamp`: (hi, low) when `packet` is a timestamp packet, whose words hi | low + w the check makes instead of
+    reading them; else the packet itself): `bad` transfers, the first found at `first_bad`, as it was read in
+    `first_bad_read`."""
 
     def __init__(
         self, fd: int, write: bool, rank: int, packet: bytes, offsets=None, base: int = 0, stride: int = 0,
@@ -386,13 +386,7 @@ class IorLoop:
 
     def expected(self, i: int) -> bytes:
         """What transfer i should hold: the writer's stamp and packet."""
-        words = self.transfer // 8
-        if self.spec.kind == 0:
-            body = array.array("Q", (self.spec.hi | (self.spec.low + w) for w in range(words))).tobytes()
-            body += self._expect.raw[words * 8 :]
-        else:
-            body = self._expect.raw
-        return struct.pack("<qq", self.spec.rank, self.offset(i)) + body[16:]
+        return struct.pack("<qq", self.spec.rank, self.offset(i)) + self._expect.raw[16:]
 
     def run(self, first: int, last: int, deadline_ns: int = 0) -> int:
         """Transfers first.. up to last, none started at or after deadline_ns (CLOCK_MONOTONIC; 0: none); how
