@@ -179,8 +179,23 @@ def run_campaign(
         [*argv, "--configfile", str(cfg)], capture_output=True, text=True, timeout=1200, env=os.environ | (env or {})
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+        raise AssertionError(
+            f"snakemake failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+            + failed_logs(workdir, proc.stderr)
+        )
     return proc
+
+
+def failed_logs(workdir: Path, stderr: str, lines: int = 30) -> str:
+    """The last lines of each log Snakemake names for a failed job (a Slurm job's log, a rule's log): on CI
+    the run's folder is gone once the run ends, and what failed is only in there."""
+    named = dict.fromkeys(re.findall(r"log: (\S+) \(check log file", stderr))
+    out = []
+    for name in named:
+        path = workdir / name  # relative names are the workdir's; an absolute one stays as it is
+        text = path.read_text(errors="replace").splitlines()[-lines:] if path.is_file() else ["(no such file)"]
+        out.append(f"\n--- {name} (last {lines} lines) ---\n" + "\n".join(text))
+    return "".join(out)
 
 
 MiB = 2**20
