@@ -44,5 +44,9 @@ rule io500_table:
         f"{RESULTS}/logs/io500_table.log",
     conda:
         "../envs/fsbench.yaml"
+    params:
+        # the charts show the previous run of the campaign where the history store holds one
+        store=CAMPAIGN["history"],
+        timeout=CAMPAIGN["history_timeout"],
     script:
         "../scripts/io500_table.py"

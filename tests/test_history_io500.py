@@ -126,3 +126,21 @@ def test_a_record_of_io500_method_4_is_judged_by_what_doubts_its_figure(tmp_path
     (tmp_path / "old.json").write_text(json.dumps(old))
     (row,) = io500.rows([tmp_path / "old.json"]).to_dict("records")
     assert not row["valid"] and row["invalid_reasons"] == "counted 990 of 1000 items"
+
+
+def test_a_target_s_previous_run_is_the_latest_earlier_one_of_its_campaign(tmp_path):
+    """What the phase chart draws beside this run's bars (fsbench.history.io500.previous)."""
+    where, c = str(tmp_path / "h.sqlite"), config(tmp_path)
+    append(where, tmp_path, c, 0, value=lambda p: 1.0)
+    append(where, tmp_path, c, 1, value=lambda p: 2.0 if p != "find" else 7.0)
+    now = records(tmp_path, c, 2, value=lambda p: 3.0)
+    other = config(tmp_path) | {"campaign": "elsewhere"}  # another campaign's run after run 1: not this one's
+    append(where, tmp_path, other, 1.5, value=lambda p: 5.0)
+    store.append(where, entries(io500.rows(now), PROVENANCE, c, {}))  # this run stored already (history ran first)
+    stored = store.load(where)
+    started, figures = io500.previous(stored, [json.loads(r.read_text()) for r in now])
+    assert started == "2026-05-29T20:26:40.000000+00:00"  # run 1's first phase
+    assert figures == {p: 7.0 if p == "find" else 2.0 for p in ph.PHASES if p != "timestamp"}
+    first = [json.loads(r.read_text()) for r in records(tmp_path, c, 0)]
+    assert io500.previous(stored, first) is None  # nothing before the first run
+    assert io500.previous([], first) is None

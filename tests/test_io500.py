@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_history_io500 import append as append_phases
+from test_history_io500 import config as history_config
 
 from fsbench.campaign.cells import CellSpec, io500_places
 from fsbench.campaign.config import ConfigError, validate
@@ -627,8 +629,15 @@ def test_an_io500_campaign_without_an_io_section_measures_only_its_phases(tmp_pa
     data = tmp_path / "data"
     data.mkdir()
     c = {k: v for k, v in campaign(data, scratch=str(tmp_path / "s")).items() if k != "io"}
+    # the history store holds an earlier run of this campaign (other settings): the chart shows it beside
+    c["history"] = str(tmp_path / "history.sqlite")
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    append_phases(c["history"], earlier, history_config(earlier), 0)
     run_campaign(tmp_path / "w", c)
     res = tmp_path / "w" / "results" / "io5"
+    log = (res / "logs" / "io500_table.log").read_text()
+    assert "phases.png of path: beside the run started 2026-05-28T20:26:40.000000+00:00" in log
     assert os.listdir(res / "runs" / "local" / "p" / "path") == ["io500"]
     assert pd.read_csv(res / "measurements.csv").empty and not (res / "plots").exists()
     page = (res / "summary.html").read_text()

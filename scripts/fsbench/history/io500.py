@@ -49,3 +49,25 @@ def rows(records: list) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(found)
+
+
+def previous(stored: list[dict], records: list[dict]) -> tuple[str, dict[str, float]] | None:
+    """The store's figures of one target's phases (`records`: its phase records) in the latest run of the same
+    campaign that started before this one: (that run's first start, ISO; {phase: figure}), or None when the
+    store holds no earlier run of it. Any earlier run, whatever its settings: the one a site looks back at."""
+    cell = records[0]["cell"]
+    mine = ("campaign", "host", "array", "target")
+    started = datetime.fromtimestamp(min(r["started_at"] for r in records), UTC).isoformat(timespec="microseconds")
+    earlier = [
+        r
+        for r in stored
+        if r.get("workload") == WORKLOAD
+        and all(r.get(k) == cell[k] for k in mine)
+        and str(r["started_at"]) < started  # ISO in UTC, as rows() writes it: compared as text
+        and r["op"] in phases.BY_NAME
+    ]
+    if not earlier:
+        return None
+    last = max(earlier, key=lambda r: str(r["started_at"]))["run"]
+    rows_of_run = [r for r in earlier if r["run"] == last]
+    return min(str(r["started_at"]) for r in rows_of_run), {r["op"]: float(r[metric(r["op"])]) for r in rows_of_run}

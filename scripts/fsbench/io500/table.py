@@ -19,16 +19,21 @@ def label(record: dict, several: dict) -> str:
     return "/".join(parts)
 
 
+def by_target(records: list[dict]) -> dict[str, dict[str, dict]]:
+    """The phase records per target as io500.csv names it (`label`): {target: {phase: record}}."""
+    several = {k: len({r["cell"][k] for r in records}) > 1 for k in ("host", "array")}
+    found: dict[str, dict] = {}
+    for r in records:
+        found.setdefault(label(r, several), {})[r["phase"]] = r
+    return found
+
+
 def table(records: list[dict]) -> pd.DataFrame:
     """Rows of io500.csv from every phase record (any order): per target its phases in io500's order, then bw,
     md and score (and scorex in extended mode). valid and invalid_reasons: io500's [INVALID] and its words;
     doubts: fsbench's own about the figure."""
-    several = {k: len({r["cell"][k] for r in records}) > 1 for k in ("host", "array")}
-    by_target: dict[str, dict] = {}
-    for r in records:
-        by_target.setdefault(label(r, several), {})[r["phase"]] = r
     rows = []
-    for name, found in by_target.items():
+    for name, found in by_target(records).items():
         cell = next(iter(found.values()))["cell"]
         mode = (cell.get("io500") or {}).get("mode", "standard")
         missing = [p for p in ph.measured(mode, cell.get("method", 1)) if p not in found]
