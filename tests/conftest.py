@@ -189,7 +189,7 @@ def run_campaign(
 def failed_logs(workdir: Path, stderr: str, lines: int = 30) -> str:
     """The last lines of each log Snakemake names for a failed job (a Slurm job's log, a rule's log): on CI
     the run's folder is gone once the run ends, and what failed is only in there."""
-    named = dict.fromkeys(re.findall(r"log: (\S+) \(check log file", stderr))
+    named = dict.fromkeys(n for found in re.findall(r"log: (.+?) \(check log file", stderr) for n in found.split(", "))
     out = []
     for name in named:
         path = workdir / name  # relative names are the workdir's; an absolute one stays as it is
