@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from fsbench.io500.phases import read_shift
+from fsbench.storage import client_cache
 
 from conftest import IO500_SMALL, REPO, SLURM_PROFILE, needs_root, private_scratch, run_campaign, slurm_cluster
 
@@ -78,6 +79,8 @@ def campaign(request, tmp_path_factory):
             subprocess.run(argv, capture_output=True, env=os.environ | env, timeout=60, check=True)
             seen["stored"] = stored(base, fs, shared / "marker") == (shared / "marker").read_bytes()
             (shared / "marker").unlink()
+            if fs == "ceph":
+                seen["client_cache"] = client_caches(base, scratch)
             config = {
                 "campaign": "shared",
                 "scratch": str(scratch),
@@ -149,6 +152,50 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
             assert array["machine"]["host"] == host
             assert array["state"]["info"] == [{"fs_type": mount[0], "path": shared_path(workdir), "source": mount[1]}]
         assert set(df[df.host.str.endswith("@all")].fs_type) == {mount[0]}
+
+
+def client_caches(base: Path, scratch: Path) -> dict:
+    """What fsbench asks ceph-fuse of its object cache: of this host's client (client_oc off, as the test cluster
+    mounts it), and of one more client mounted with it on; and of GlusterFS's client (no cache of its own)."""
+    found = {"host": client_cache.state(cephfs_fs_type(), str(scratch / "volume"))}
+    extra = scratch / "cached"
+    extra.mkdir()
+    argv = ["ceph-fuse", "-c", str(base / "ceph/ceph.conf"), "--id", "cached", "--client_oc=true", str(extra)]
+    subprocess.run(argv, capture_output=True, check=True, timeout=60)
+    try:
+        found["cached"] = client_cache.state(cephfs_fs_type(), str(extra))
+    finally:
+        subprocess.run(["umount", str(extra)], check=True)
+    found["glusterfs"] = client_cache.state("fuse.glusterfs", str(scratch))
+    return found
+
+
+def cephfs_fs_type() -> str:
+    return MOUNT["ceph"][0]
+
+
+def test_a_read_says_what_ceph_fuse_caches_of_its_data(campaign):
+    """ceph-fuse's object cache (client_oc) is out of reach of drop_caches and mincore: each read part records
+    what its own client said of it, asked through the client's admin socket; a same-host read with it on is
+    flagged client-cache (tests/test_client_cache.py), one of the other host's data is not."""
+    workdir, df, seen, _, fs = campaign
+    if fs != "ceph":
+        assert "client_cache" not in seen
+        for part in (workdir / "runs/all/g/path").glob("seq-*/rep1/hosts/*-read.json"):
+            assert "client_cache" not in json.loads(part.read_text())
+        return
+    host, cached = seen["client_cache"]["host"], seen["client_cache"]["cached"]
+    assert host["client_oc"] is False and host["admin_socket"].endswith("client.host.asok")
+    assert cached["client_oc"] is True and cached["admin_socket"].endswith("client.cached.asok")
+    assert seen["client_cache"]["glusterfs"] is None
+    parts = sorted((workdir / "runs/all/g/path").glob("seq-*/rep1/hosts/*-read.json"))
+    assert len(parts) == 2
+    for path in parts:  # each host's part asked its own client (node 2's in its own namespaces)
+        part = json.loads(path.read_text())
+        name = "host" if part["machine"]["host"] == HERE else OTHER
+        assert part["client_cache"]["client_oc"] is False, part["client_cache"]
+        assert part["client_cache"]["admin_socket"].endswith(f"client.{name}.asok")
+        assert "client-cache" not in part["row"]["flags"]
 
 
 def shared_path(results: Path) -> str:

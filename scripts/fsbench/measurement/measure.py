@@ -22,7 +22,7 @@ from fsbench.measurement.cold import make_cold
 from fsbench.measurement.identity import check_identity, head, ready_for_io
 from fsbench.measurement.judgement import series_flags, series_of
 from fsbench.measurement.record import measurement_record, row_of
-from fsbench.storage import cache, devices, telemetry
+from fsbench.storage import cache, client_cache, devices, telemetry
 from fsbench.storage.arrays import Target
 from fsbench.toolkit import flags
 
@@ -150,8 +150,10 @@ def measure_read(write_record: dict, cell: CellSpec, workdir, other_host: str | 
     for stream, ident in zip(job.streams, identity, strict=True):
         check_identity(stream, ident, other_host is not None)  # again: a remount must still find the same data
     cached = [cache.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
+    # a client's own cache (ceph-fuse's), which neither the drop nor mincore reaches
+    client = client_cache.state(target.array.fs_type, job.streams[0].path) if cell.target == "path" else None
     if cell.pattern in MIXED:
-        return _measure_mix(job, cell, target, how, cached)
+        return _client_cached(_measure_mix(job, cell, target, how, cached), client, other_host is None)
     with telemetry.measured("read", _members(target)) as found:
         result = table.run(cell.engine, "read", job) | {"cached_before": sum(cached) / len(cached)}
     result["expected_bytes"] = job.expected_bytes("read")  # after a time-based write: what it moved
@@ -159,7 +161,19 @@ def measure_read(write_record: dict, cell: CellSpec, workdir, other_host: str | 
     for path in dict.fromkeys(s.path for s in job.streams if not s.device and not cell.shared_by_hosts):
         os.unlink(path)  # keep the filesystem's free space the same for the next cell (shared by hosts: later)
     more = {"read_from": whose} if whose else {}
-    return measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached, **more)
+    record = measurement_record(cell, "read", result, target, cache_method=how, cached_before_per_stream=cached, **more)
+    return _client_cached(record, client, other_host is None)
+
+
+def _client_cached(record: dict, client: dict | None, own_data: bool) -> dict:
+    """The read's record with what its filesystem's client said of its own cache, and flagged client-cache
+    where that cache may have answered (fsbench.storage.client_cache)."""
+    if client is None:
+        return record
+    for row in record.get("rows", [record["row"]]):  # a mix's rows (its read and write) are of one run
+        if client_cache.unproven_cold(client, own_data):
+            row["flags"] = flags.add(row["flags"], [flags.CLIENT_CACHE])
+    return record | {"client_cache": client}
 
 
 def read_other_stream(job: Job, identity: list) -> tuple[Job, list, list]:

@@ -19,6 +19,7 @@ SIZE_BEFORE_RUNTIME = "size-before-runtime"
 STRAGGLER = "straggler"
 PARTIAL_RECORDS = "partial-records"  # a baseline's dd run that moved a partial record (fsbench.engines.ddlog)
 CORRUPT = "corrupt"
+CLIENT_CACHE = "client-cache"
 
 # Flags that say the figure measured something other than the storage under test.
 INVALIDATING = (
@@ -28,6 +29,7 @@ INVALIDATING = (
     SHORT_TRANSFER,  # fewer bytes moved than the test asks: a different test
     NOT_STEADY,  # a time-based run still changing at its end: the figure depends on when it stopped
     CORRUPT,  # a verified read (io.verify) got back other data than was written: a fast read of wrong data
+    CLIENT_CACHE,  # a read of this host's own data through a client caching data itself (ceph-fuse's client_oc)
 )
 # Flags that say something worth knowing while the figure still stands for what it names.
 WARNING = (
@@ -47,6 +49,8 @@ MEANING = {
     CACHE_HIT: "the devices moved less than half of what was read: a cache (or compression) served the read",
     SIZE_BEFORE_RUNTIME: "a time-based stream wrote all of io.size before io.runtime was up: a short figure",
     CORRUPT: "io.verify found blocks read back other than written (bad_blocks, first_bad_offset, first_bad_found)",
+    CLIENT_CACHE: "a read of this host's own data through a filesystem client with a data cache of its own, which no "
+    "cache drop empties (ceph-fuse with client_oc on): not proven cold",
 }
 
 # Figures shorter than this are dominated by start-up and caches (IO500 wants minutes).
