@@ -61,7 +61,7 @@ rule release:
     log:
         f"{RESULTS}/logs/release/{{host}}/{{array}}.log",
     group:
-        RELEASE_GROUP
+        ARRAY_GROUP
     conda:
         "../envs/fsbench.yaml"
     resources:

@@ -8,7 +8,7 @@ snakemake_internals.install_slurm_patches()  # a no-op but for the Slurm executo
 
 DEVICE_RESOURCES = workflow_cluster.device_resources(CAMPAIGN)
 JOB_GROUP = workflow_cluster.job_group(workflow)
-RELEASE_GROUP = workflow_cluster.release_group(workflow, PLAN.adaptive)
+ARRAY_GROUP = workflow_cluster.array_group(workflow, PLAN.adaptive)
 workflow_cluster.declare_limits(workflow, CAMPAIGN)
 
 

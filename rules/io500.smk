@@ -16,7 +16,7 @@ for io500_phase in IO500_PHASES:
             f"{RESULTS}/logs/io500/{IO500_CELL}/{io500_phase}.log",
         priority: io500_priority
         group:
-            JOB_GROUP
+            ARRAY_GROUP
         conda:
             "../envs/fsbench.yaml"
         threads: IO500_THREADS

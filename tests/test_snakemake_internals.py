@@ -142,3 +142,29 @@ def test_device_resources_pin_each_step_to_its_host(tmp_path):
     assert found["shared_io"](on) == 0 and found["shared_io"](SimpleNamespace(array="shared")) == 1
     assert cluster.limits(campaign(tmp_path, hosts=["n1", "n2"])) == ["storage_io", "shared_io", "io_n1", "io_n2"]
     assert list(cluster.device_resources(campaign(tmp_path))) == ["shared_io"]  # no hosts: nothing to pin
+
+
+def test_the_release_and_io500_phases_join_the_group_the_profile_gives_their_arrays_write():
+    """array_group (rules' `group:` for the release and io500's phases, which profiles/slurm does not name): the
+    group of the array's write where the profile groups per host and array; none where it groups otherwise, groups
+    nothing, or repeats are adaptive; the one group inside a group job."""
+
+    def workflow(groups: dict, mode=ExecMode.DEFAULT):
+        settings = SimpleNamespace(overwrite_groups=groups, group_components={"x": 1})
+        return SimpleNamespace(exec_mode=mode, group_settings=settings)
+
+    io500_phase = SimpleNamespace(host="all2x1", array="g", target="path")  # io500's wildcards: no rep
+    profile = {"write": "fsbench-{host}-{array}", "read": "fsbench-{host}-{array}"}
+    assert cluster.array_group(workflow(profile), adaptive=False)(io500_phase) == "fsbench-all2x1-g"
+    assert cluster.array_group(workflow({}), adaptive=False)(io500_phase) is None
+    per_round = workflow({"write": "fsbench-{host}-{array}-{rep}"})
+    assert cluster.array_group(per_round, adaptive=False)(io500_phase) is None
+    adaptive = workflow(profile)
+    assert cluster.array_group(adaptive, adaptive=True)(io500_phase) is None
+    assert adaptive.group_settings.group_components == {}  # nor does a later round's job span cells
+    in_job = workflow({}, ExecMode.REMOTE)
+    assert cluster.array_group(in_job, adaptive=False)(io500_phase) == cluster.GROUP
+    # and the rules use it: the release's and every io500 phase's group
+    for smk, rule in (("array.smk", "rule release:"), ("io500.smk", "rule:")):
+        text = (REPO / "rules" / smk).read_text()
+        assert re.search(r"group:\s+(\w+)", text[text.index(rule) :]).group(1) == "ARRAY_GROUP", smk

@@ -92,10 +92,13 @@ def job_group(workflow):
     return all_in_one
 
 
-def release_group(workflow, adaptive: bool):
-    """The release's `group:`: it joins its array's group where the profile groups steps per host and array; with
-    adaptive repeats it is a job of its own: it waits for the decisions taken where Snakemake runs (decide,
-    repeats_done), and a group job cannot wait for jobs that wait for it."""
+def array_group(workflow, adaptive: bool):
+    """The `group:` of the steps the profile does not name, the release and io500's phases: each joins its array's
+    group (the one the profile gives `write`) where the profile groups steps per host and array, so that a cell's
+    io500 phases run in its array's group job rather than each as a Slurm job of its own (a job costs ~10-20 s to
+    submit, poll and start Snakemake in: 14 phases x 6 points of a scaling study took over 20 min of it). With
+    adaptive repeats each is a job of its own: the release waits for the decisions taken where Snakemake runs
+    (decide, repeats_done), and a group job cannot wait for jobs that wait for it."""
     in_job = job_group(workflow)
     if in_job is not None:
         return in_job
@@ -111,7 +114,7 @@ def release_group(workflow, adaptive: bool):
             return None
         try:
             return steps.format(host=wildcards.host, array=wildcards.array)
-        except (KeyError, IndexError):  # grouped per round or cell: the release is a job of its own
+        except (KeyError, IndexError):  # grouped per round or cell: a job of its own
             return None
 
     return group
