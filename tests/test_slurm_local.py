@@ -1,5 +1,6 @@
 """tools/slurm_local.py tells its own /etc/slurm/slurm.conf from another Slurm's, without starting Slurm:
-SYSTEM_CONF points at a file under tmp_path, never at the real /etc/slurm."""
+SYSTEM_CONF points at a file under tmp_path, never at the real /etc/slurm. Also tools/cephfs_local.py's MDS setting
+and the order its stop ends the daemons in, with nothing started."""
 
 import re
 import subprocess
@@ -116,3 +117,39 @@ def test_the_clusters_sockets_fit_a_unix_socket_path_however_deep_its_folder():
     sockets += [str(slurm_local.run_dir(deep) / "ceph" / "client.fsbench-n99.asok")]
     assert len(sockets) == 3 and all(len(s.encode()) < 108 and str(deep) not in s for s in sockets)
     assert slurm_local.run_dir(deep) != slurm_local.run_dir(deep.parent / "other")  # two clusters, two folders
+
+
+def test_the_cephfs_mds_replies_once_journaled_and_is_killed_before_it_can_respawn(tmp_path, monkeypatch):
+    """tools/cephfs_local.py: the MDS answers a request once it is in its journal (with early replies, another
+    client's request for the same lock waited for the MDS's 5 s tick: 234 s for io500's mdtest-hard-delete with 4
+    clients), and `stop` kills it (SIGKILL) after the clients are unmounted and before waiting for it: on SIGTERM
+    its shutdown can take a failed journal write for being blocklisted and respawn as a new process. Nothing runs."""
+    import cephfs_local
+
+    conf = cephfs_local.conf(tmp_path, tmp_path / "run", "10.0.0.1")
+    assert "mds early reply = false" in conf.split("[mds]")[1].split("[")[0]
+    base, done = tmp_path / "cluster", []
+    run = base / "run" / "ceph"
+    run.mkdir(parents=True)
+    (base / "ceph").mkdir()
+    (base / "shared").write_text(str(tmp_path / "volume"))
+    names = ["client.host", "client.fsbench-n2", "mds.a", "osd.0", "osd.1", "mgr.x", "mon.a"]
+    for pid, name in enumerate(names, start=1000):
+        (run / f"{name}.pid").write_text(f"{pid}\n")
+    monkeypatch.setattr(cephfs_local, "run_dir", lambda b: b / "run" if b == base else None)
+    monkeypatch.setattr(cephfs_local, "kill", lambda pid: done.append(("kill", pid)))
+    monkeypatch.setattr(cephfs_local.subprocess, "run", lambda argv, **kw: done.append(tuple(argv)))
+    in_node = lambda node: [] if node is None else [node]  # noqa: E731
+    stopped = cephfs_local.stop(base, in_node, lambda pid: done.append(("end", pid)))
+    assert stopped == [
+        "client.fsbench-n2 (1001)", "client.host (1000)", "mds.a (1002)", "osd.0 (1003)", "osd.1 (1004)",
+        "mgr.x (1005)", "mon.a (1006)",
+    ]  # fmt: skip
+    volume = str(tmp_path / "volume")
+    assert done == [
+        ("fsbench-n2", "umount", volume), ("end", 1001), ("fsbench-n2", "umount", "-l", volume),
+        ("umount", volume), ("end", 1000), ("umount", "-l", volume),
+        ("kill", 1002), ("end", 1002),  # the MDS killed, then waited for
+        *[("end", pid) for pid in range(1003, 1007)],  # the OSDs, the mgr, the mon stopped
+    ]  # fmt: skip
+    assert not list(run.iterdir()) and not (base / "shared").exists()
