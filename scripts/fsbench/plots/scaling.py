@@ -41,7 +41,9 @@ def plot_scaling(df: pd.DataFrame, outdir: Path) -> list[Path]:
         ax.set_ylabel(f"aggregate {unit}")
         ax.grid(True, which="both", alpha=0.3)
         ax.plot([], [], "--", color="grey", label="ideal: the smallest point's figure per client x clients")
-        ax.legend(fontsize="x-small", loc="upper left")
+        if (part.processes > 1).any():
+            ax.plot([], [], "o", color="grey", mfc="none", label="every point; the line joins the best of each x")
+        ax.legend(fontsize="x-small", loc="best", framealpha=0.9)
     fig.suptitle("Client scaling: aggregate figure against clients, dashed the ideal line")
     fig.tight_layout()
     paths = []
