@@ -387,6 +387,19 @@ def slurm_cluster(base: Path, nodes: int = 1, shared: Path | None = None, fs: st
         check_stopped(stopped, nodes, fs if shared else None)
 
 
+def cluster_processes(base: Path) -> list[str]:
+    """Every process whose command line names this cluster's folder (its servers and clients, Slurm's daemons)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(base) in argv:
+            found.append(argv.replace("\0", " "))
+    return found
+
+
 def wait_for_other_slurm(base: Path, wait_s: float = 1200) -> None:
     """Wait while another local Slurm runs (a slurmctld, started by a program that does not take SLURM_LOCK), at
     most `wait_s`; then slurm_local.start says why it cannot start, if it still cannot."""

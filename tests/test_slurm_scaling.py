@@ -12,14 +12,22 @@ import json
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from fsbench.io500 import phases as ph
 
-from conftest import IO500_SMALL, REPO, SLURM_PROFILE, needs_root, private_scratch, run_campaign, slurm_cluster
+from conftest import (
+    IO500_SMALL,
+    REPO,
+    SLURM_PROFILE,
+    cluster_processes,
+    needs_root,
+    private_scratch,
+    run_campaign,
+    slurm_cluster,
+)
 
 pytestmark = [needs_root, pytest.mark.e2e]
 SIZE = 8 * 2**20
@@ -95,16 +103,3 @@ def test_a_scaling_study_has_every_point_from_the_hosts_that_ran_it(tmp_path):
             assert rec["value"] > 0 and rec["cell"]["host"] == point, (point, phase)
     assert (results / "plots/scaling.png").stat().st_size > 0
     assert "Client scaling" in (results / "summary.html").read_text()
-
-
-def cluster_processes(base: Path) -> list[str]:
-    """Every process whose command line names this cluster's folder (its servers and clients, Slurm's daemons)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            argv = cmdline.read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if str(base) in argv:
-            found.append(argv.replace("\0", " "))
-    return found

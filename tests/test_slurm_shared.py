@@ -18,7 +18,16 @@ import pytest
 from fsbench.io500.phases import read_shift
 from fsbench.storage import client_cache
 
-from conftest import IO500_SMALL, REPO, SLURM_PROFILE, needs_root, private_scratch, run_campaign, slurm_cluster
+from conftest import (
+    IO500_SMALL,
+    REPO,
+    SLURM_PROFILE,
+    cluster_processes,
+    needs_root,
+    private_scratch,
+    run_campaign,
+    slurm_cluster,
+)
 
 pytestmark = [needs_root, pytest.mark.e2e]
 SIZE = 8 * 2**20
@@ -33,19 +42,6 @@ IO500 = IO500_SMALL | {"stonewall-time": 30}  # far beyond them: every write pha
 PHASES = ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write", "mdtest-hard-write", "find"]
 PHASES += ["ior-easy-read", "mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete"]
 PHASES += ["mdtest-hard-read", "mdtest-hard-delete", "ior-rnd4K-easy-read"]
-
-
-def cluster_processes(base: Path) -> list[str]:
-    """Every process whose command line names this cluster's folder (its servers and clients, Slurm's daemons)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            argv = cmdline.read_bytes().decode(errors="replace")
-        except OSError:
-            continue
-        if str(base) in argv:
-            found.append(argv.replace("\0", " "))
-    return found
 
 
 def stored(base: Path, fs: str, marker: Path) -> bytes | None:
