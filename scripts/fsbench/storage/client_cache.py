@@ -45,6 +45,8 @@ def _same_namespaces(pid: int) -> bool:
         return all(os.readlink(f"/proc/{pid}/ns/{ns}") == os.readlink(f"/proc/self/ns/{ns}") for ns in ("mnt", "net"))
     except PermissionError:
         return True
+    except FileNotFoundError:  # it ended meanwhile
+        return False
 
 
 def ceph_fuse_pid(mountpoint: str) -> int:
