@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import KW_ONLY, dataclass
-from datetime import UTC, datetime
 
 from fsbench.toolkit import timeseries
 from fsbench.toolkit.latency import Histogram
+from fsbench.toolkit.records import iso_utc
 
 PROGRESS_SECONDS = 10.0
 NEVER = 2**63 - 1  # a deadline that never comes (the largest perf_counter_ns a C int64 holds)
@@ -116,7 +116,7 @@ def aggregate(streams: list[dict], command: str) -> dict:
         "bytes": sum(s["bytes"] for s in streams),
         "seconds": max(s["end"] for s in streams) - start,
         "seconds_durable": max(s["end_durable"] for s in streams) - start,
-        "started_at": datetime.fromtimestamp(start, UTC).isoformat(timespec="microseconds"),
+        "started_at": iso_utc(start),
         "ops": sum(s["ops"] for s in streams) if all("ops" in s for s in streams) else float("nan"),
         **merged.summary(),
         "command": command,

@@ -3,12 +3,10 @@ target, the phase as its op, its figure under its unit's metric, valid and why n
 the list's 300 s rule for a submission is not held against it), and
 `record` naming the record whose cell (the CellSpec the phase ran with) is the series key, as for any row."""
 
-from datetime import UTC, datetime
-
 import pandas as pd
 
 from fsbench.io500 import phases
-from fsbench.toolkit.records import read_json
+from fsbench.toolkit.records import iso_utc, read_json
 
 WORKLOAD = "io500"
 
@@ -35,8 +33,7 @@ def rows(records: list) -> pd.DataFrame:
                 **{k: cell[k] for k in ("campaign", "host", "array", "target", "fs_type", "rep")},
                 "workload": WORKLOAD,
                 "op": r["phase"],
-                # as the measuring steps write theirs (ISO, UTC): a run's first row is its start
-                "started_at": datetime.fromtimestamp(r["started_at"], UTC).isoformat(timespec="microseconds"),
+                "started_at": iso_utc(r["started_at"]),  # as the measuring steps' rows: a run's first is its start
                 "engine": None,  # fsbench's own processes (fsbench.io500.run), no engine of the io cells
                 metric(r["phase"]): r["value"],
                 "unit": r["unit"],
@@ -57,13 +54,13 @@ def previous(stored: list[dict], records: list[dict]) -> tuple[str, dict[str, fl
     store holds no earlier run of it. Any earlier run, whatever its settings: the one a site looks back at."""
     cell = records[0]["cell"]
     mine = ("campaign", "host", "array", "target")
-    started = datetime.fromtimestamp(min(r["started_at"] for r in records), UTC).isoformat(timespec="microseconds")
+    started = iso_utc(min(r["started_at"] for r in records))
     earlier = [
         r
         for r in stored
         if r.get("workload") == WORKLOAD
         and all(r.get(k) == cell[k] for k in mine)
-        and str(r["started_at"]) < started  # ISO in UTC, as rows() writes it: compared as text
+        and str(r["started_at"]) < started  # both iso_utc(): compared as text
         and r["op"] in phases.BY_NAME
     ]
     if not earlier:

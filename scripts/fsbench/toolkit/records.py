@@ -8,7 +8,13 @@ import json
 import os
 import tempfile
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
+
+
+def iso_utc(epoch: float) -> str:
+    """A moment (epoch seconds) as records and measurements.csv keep it: ISO in UTC, to the microsecond."""
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="microseconds")
 
 
 def write_json(path, data) -> None:
