@@ -153,21 +153,17 @@ def test_both_hosts_measure_at_once_on_the_shared_filesystem(campaign):
 def client_caches(base: Path, scratch: Path) -> dict:
     """What fsbench asks ceph-fuse of its object cache: of this host's client (client_oc off, as the test cluster
     mounts it), and of one more client mounted with it on; and of GlusterFS's client (no cache of its own)."""
-    found = {"host": client_cache.state(cephfs_fs_type(), str(scratch / "volume"))}
+    found = {"host": client_cache.state(MOUNT["ceph"][0], str(scratch / "volume"))}
     extra = scratch / "cached"
     extra.mkdir()
     argv = ["ceph-fuse", "-c", str(base / "ceph/ceph.conf"), "--id", "cached", "--client_oc=true", str(extra)]
     subprocess.run(argv, capture_output=True, check=True, timeout=60)
     try:
-        found["cached"] = client_cache.state(cephfs_fs_type(), str(extra))
+        found["cached"] = client_cache.state(MOUNT["ceph"][0], str(extra))
     finally:
         subprocess.run(["umount", str(extra)], check=True)
     found["glusterfs"] = client_cache.state("fuse.glusterfs", str(scratch))
     return found
-
-
-def cephfs_fs_type() -> str:
-    return MOUNT["ceph"][0]
 
 
 def test_a_read_says_what_ceph_fuse_caches_of_its_data(campaign):

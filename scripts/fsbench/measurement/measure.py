@@ -170,8 +170,8 @@ def _client_cached(record: dict, client: dict | None, own_data: bool) -> dict:
     where that cache may have answered (fsbench.storage.client_cache)."""
     if client is None:
         return record
-    for row in record.get("rows", [record["row"]]):  # a mix's rows (its read and write) are of one run
-        if client_cache.unproven_cold(client, own_data):
+    if client_cache.unproven_cold(client, own_data):
+        for row in record.get("rows", [record["row"]]):  # a mix's rows (its read and write) are of one run
             row["flags"] = flags.add(row["flags"], [flags.CLIENT_CACHE])
     return record | {"client_cache": client}
 

@@ -21,11 +21,11 @@ def phase_chart(part: pd.DataFrame, title: str, path, previous: tuple[str, dict]
     rows = part[part["phase"].isin(ph.BY_NAME) & (part["phase"] != "timestamp")]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.6 if previous else 4.2), layout="constrained")
     height = 0.4 if previous else 0.8
+    shift = height / 2 if previous else 0.0  # this run's bars above the previous run's
     for ax, unit in zip(axes, ("GiB/s", "kIOPS"), strict=True):
         mine = rows[rows["unit"] == unit].iloc[::-1]  # io500's order from the top
         at = np.arange(len(mine))
         colours = ["#4c72b0" if ph.BY_NAME[p].group else "#b0b0b0" for p in mine["phase"]]
-        shift = height / 2 if previous else 0.0
         bars = ax.barh(at + shift, mine["value"].astype(float), height, color=colours, label="this run")
         for bar, valid in zip(bars, mine["valid"], strict=True):
             if str(valid) != "True":
