@@ -27,9 +27,10 @@ rotating (order()); the ratio fsbench/peer is taken per round and its median ove
 medians, and beside it the peer against itself (peer again/peer): what this storage does to one tool run twice.
 Targets (issue 27): block I/O within 0.95-1.05 of IOR, metadata within 0.9-1.1 of mdtest.
 
-Storage: `ext4-ram`, a loop device (direct I/O) over an image in /dev/shm with ext4 on it; `glusterfs`, the
-test cluster's GlusterFS volume (tools/slurm_local.py, started and stopped here under /tmp/fsbench-slurm.lock, the
-volume mounted through this host's FUSE client). SMOKE=1: tiny sizes, one round, ext4-ram only, nothing written
+Storage: `ext4-ram`, a loop device (direct I/O) over an image in /dev/shm with ext4 on it; `glusterfs` and
+`cephfs`, the test cluster's GlusterFS volume or CephFS (tools/slurm_local.py, started and stopped here under
+/tmp/fsbench-slurm.lock, mounted through this host's own FUSE client). STORAGES=a,b runs some of them: the others
+keep their last tables in the doc, dated. SMOKE=1: tiny sizes, one round, ext4-ram only, nothing written
 to docs/. Root; writes docs/bench-peers.md.
 """
 
@@ -109,10 +110,11 @@ class Scale:
 SCALES = {
     "ext4-ram": Scale(2 * GiB, 20000, io500_tunables("512MiB", 10000, 20000, 10000)),
     "glusterfs": Scale(GiB, 2000, io500_tunables("256MiB", 2000, 2000, 1000)),
+    "cephfs": Scale(GiB, 1000, io500_tunables("256MiB", 2000, 1000, 500)),
 }
 if SMOKE:
     SCALES = {"ext4-ram": Scale(16 * MiB, 200, io500_tunables("4MiB", 20, 50, 30))}
-STORAGES = list(SCALES) if SMOKE else os.environ.get("STORAGES", "ext4-ram,glusterfs").split(",")
+STORAGES = list(SCALES) if SMOKE else os.environ.get("STORAGES", ",".join(SCALES)).split(",")
 MD_FLAG = {"create": "-C", "stat": "-T", "read": "-E", "delete": "-r"}
 MD_LINE = {"create": "File creation", "stat": "File stat", "read": "File read", "delete": "File removal"}
 
@@ -568,37 +570,49 @@ def ext4_ram():
 
 
 @contextlib.contextmanager
-def glusterfs():
+def shared(fs: str):
+    """The test cluster's shared filesystem (tools/slurm_local.py: a GlusterFS volume, or with fs="ceph" a CephFS),
+    mounted through this host's own client; the cluster started here and stopped after, whatever happens."""
     import fcntl
 
+    import cephfs_local
     import slurm_local
 
-    base = Path(tempfile.mkdtemp(prefix="fsbench-bench-peers-gluster-", dir="/var/tmp"))
+    base = Path(tempfile.mkdtemp(prefix=f"fsbench-bench-peers-{fs}-", dir="/var/tmp"))
     with open("/tmp/fsbench-slurm.lock", "a") as lock:
-        log("waiting for /tmp/fsbench-slurm.lock (one local Slurm, and its GlusterFS, per machine)")
+        log("waiting for /tmp/fsbench-slurm.lock (one local Slurm, and its shared filesystem, per machine)")
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             for attempt in range(60):  # a local Slurm started without the lock (older test fixtures): wait for it
                 try:
-                    slurm_local.start(base / "slurm", 2, base / "volume")
+                    slurm_local.start(base / "slurm", 2, base / "volume", fs=fs)
                     break
                 except slurm_local.Unavailable as e:
                     if "another local Slurm runs" not in str(e) or attempt == 59:
                         raise
                     time.sleep(10)
-            yield (
-                base / "volume",
-                (
-                    f"GlusterFS volume {slurm_local.VOLUME} (one brick on this VM's root disk, /var/tmp), through this "
-                    f"host's FUSE client at {slurm_local.NET}.1 (tools/slurm_local.py's test cluster)"
-                ),
-            )
+            if fs == "ceph":
+                what = (
+                    f"CephFS {cephfs_local.FS} (one mon, one mgr, {cephfs_local.OSDS} OSDs on file-backed BlueStore on "
+                    "this VM's root disk, /var/tmp, pools of one copy; one MDS), through this host's ceph-fuse "
+                    "(its object cache off: tools/cephfs_local.py's test cluster)"
+                )
+            else:
+                what = (
+                    f"GlusterFS volume {slurm_local.VOLUME} (one brick on this VM's root disk, /var/tmp), through "
+                    f"this host's FUSE client at {slurm_local.NET}.1 (tools/slurm_local.py's test cluster)"
+                )
+            yield base / "volume", what
         finally:
             slurm_local.stop(base / "slurm")
             shutil.rmtree(base, ignore_errors=True)
 
 
-STORAGE = {"ext4-ram": ext4_ram, "glusterfs": glusterfs}
+STORAGE = {
+    "ext4-ram": ext4_ram,
+    "glusterfs": lambda: shared("glusterfs"),
+    "cephfs": lambda: shared("ceph"),
+}
 
 
 # --- report -----------------------------------------------------------------------------------------------
@@ -652,6 +666,23 @@ def by_hand(doc: Path) -> list[str]:
     return text[text.index(BY_HAND) :].rstrip("\n").split("\n") if BY_HAND in text else []
 
 
+def carried(doc: Path, storage: str) -> list[str]:
+    """The doc's section of a storage this run does not measure, as its own run wrote it (a table, dated), so that a
+    run of one storage keeps the others' last tables; [] when the doc holds no table of it."""
+    lines = doc.read_text().split("\n") if doc.exists() else []
+    if f"## {storage}" not in lines:
+        return []
+    start = lines.index(f"## {storage}")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    section = lines[start:end]
+    if sum(line.startswith("| ") for line in section) <= 2:  # a heading row and its rule: nothing measured
+        return []
+    if not section[2].startswith("Measured "):  # written before sections were dated: the run's date is the doc's
+        when = next((m[1] for line in lines if (m := re.match(r"(\d{4}-\d\d-\d\d \d\d:\d\d UTC) on ", line))), "")
+        section[2] = f"Measured {when or 'on an earlier date'}. {section[2]}"
+    return section
+
+
 def rate_text(value: float, unit: str) -> str:
     if unit in ("GiB/s", "kIOPS", ""):  # IO500's own units, as io500.csv has them (the score has none)
         return f"{value:.3f} {unit}"
@@ -696,7 +727,10 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple, memor
         "",
     ]
     for storage, (what, figures, phase_list) in results.items():
-        lines += [f"## {storage}", "", what, ""]
+        if storage not in STORAGES and (section := carried(REPO / "docs" / "bench-peers.md", storage)):
+            lines += section
+            continue
+        lines += [f"## {storage}", "", f"Measured {started:%Y-%m-%d %H:%M} UTC. {what}", ""]
         lines.append("| phase | fsbench | peer | fsbench/peer | range | peer again/peer | range | target | met |")
         lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
         for ph in phase_list:
@@ -748,11 +782,9 @@ def measure_all(bin_dir: Path) -> dict:
     """{storage: (what it is, its figures, its phases)} for every storage of STORAGES."""
     results = {}
     for storage in (s for s in SCALES if s not in STORAGES):  # the doc says so, not that it vanished
-        results[storage] = (
-            f"Not run this time (STORAGES={','.join(STORAGES)}): its last table is in git's history",
-            {},
-            [],
-        )
+        kept = carried(REPO / "docs" / "bench-peers.md", storage)
+        where = "its table above is its own last run's, as it was" if kept else "no earlier table of it in this doc"
+        results[storage] = (f"Not run this time (STORAGES={','.join(STORAGES)}): {where}", {}, [])
     for storage in STORAGES:
         log(f"{storage}:")
         try:

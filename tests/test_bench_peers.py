@@ -108,3 +108,34 @@ def test_the_findings_come_from_the_table_and_an_unexplained_miss_fails_the_run(
     stale = "# old\n\n## Findings (this run's table)\n\n- stale\n\n"
     doc.write_text(stale + "## Measured by hand on 2026-12-05\n\n- kept\n\n")
     assert bench.by_hand(doc) == ["## Measured by hand on 2026-12-05", "", "- kept"]
+
+
+def test_a_run_of_some_storages_keeps_the_others_last_tables_dated(monkeypatch, tmp_path):
+    """STORAGES=cephfs rewrites the doc: ext4-ram's and glusterfs's last tables stay as their own runs wrote them,
+    with their dates (an undated section takes its doc's date); a storage never measured says so, no empty table."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("bench_peers", REPO / "benchmarks" / "peers.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table = ["| phase | fsbench |", "| --- | ---: |", "| write | 1 MB/s |"]
+    doc = tmp_path / "bench-peers.md"
+    doc.write_text(
+        "\n".join(
+            ["# fsbench held against IOR and mdtest", "", "2026-12-06 18:38 UTC on vm, x86_64; load", ""]
+            + ["## ext4-ram", "", "ext4 on /dev/loop0", "", *table, ""]
+            + ["## glusterfs", "", "Measured 2026-12-05 13:42 UTC. GlusterFS volume", "", *table, ""]
+            + ["## cephfs", "", "Not run this time (STORAGES=ext4-ram): no earlier table of it in this doc", ""]
+            + ["| phase | fsbench |", "| --- | ---: |", "", "## Findings (this run's table)", "", "- old", ""]
+        )
+    )
+    assert bench.carried(doc, "ext4-ram") == [
+        "## ext4-ram",
+        "",
+        "Measured 2026-12-06 18:38 UTC. ext4 on /dev/loop0",
+        "",
+        *table,
+        "",
+    ]
+    assert bench.carried(doc, "glusterfs")[2] == "Measured 2026-12-05 13:42 UTC. GlusterFS volume"
+    assert bench.carried(doc, "glusterfs")[4:7] == table
+    assert bench.carried(doc, "cephfs") == [] and bench.carried(tmp_path / "none.md", "ext4-ram") == []
