@@ -318,10 +318,10 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
     assert records["mdtest-hard-delete"]["amount"] == 2 * made["mdtest-hard-write"]
     for phase in IO500_VERIFY:  # every transfer and file read back as written
         assert records[phase]["errors"] == 0 and records[phase]["valid"], records[phase]
-    rnd = records["ior-rnd4K-easy-read"]  # 4 KiB re-reads of ior-easy's files, stopped at the stonewall
+    rnd = records["ior-rnd4K-easy-read"]  # 4 KiB reads at random blocks of ior-easy's files, to the stonewall
     procs = rnd["hosts"]["local"]["processes"]
-    assert {q["items"] for q in procs} == {rnd["items_per_process"]}  # worn out to the furthest, if it stopped
-    assert rnd["items_per_process"] <= made["ior-easy-write"] * 4096 // 4096 and rnd["valid"]
+    assert {q["items"] for q in procs} == {rnd["items_per_process"]}  # worn out to the furthest
+    assert 0 < max(q["at_stonewall"] for q in procs) < ph.RND4K_SEGMENTS and rnd["seconds"] >= 1 and rnd["valid"]
     assert rnd["amount"] == 2 * rnd["items_per_process"] * 4096
     assert not list(data.iterdir())  # the last phase leaves nothing
 
@@ -353,6 +353,28 @@ def test_the_ior_loop_writes_iors_timestamp_words_and_checks_every_word_read_bac
         other = IorLoop(fd, False, 3, ph.packet("offset", 3, t), base=0, stride=t, verify=True)
         assert other.run(0, 1) == 1 and other.bad == 1  # not the packet that was written
         assert IorLoop(fd, False, 3, b"x" * t, base=0, stride=t).run(0, 4, deadline_ns=1) == 0  # past its deadline
+    finally:
+        os.close(fd)
+
+
+def test_ior_rnd4k_reads_random_blocks_with_replacement_as_ior_z_z_draws_them(tmp_path):
+    """ior-rnd4K-easy-read's transfers (IOR -z -z): each at a block of the file drawn at random, with replacement,
+    from (seed, transfer) alone: every block read, some again, in no order; each rank its own draw; and the reads
+    are where offset() says (a check against the writer's stamps finds every one as written)."""
+    from fsbench.engines.loops import IorLoop
+
+    t, blocks, path = 4096, 8, tmp_path / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        IorLoop(fd, True, 0, ph.packet("timestamp", 0, t), base=0, stride=t).run(0, blocks)
+        packet, stamps = ph.packet("timestamp", 0, t), ph.timestamp_words(0)
+        reader = IorLoop(fd, False, 0, packet, blocks=blocks, seed=5, verify=True, timestamp=stamps)
+        assert reader.run(0, 300) == 300 and reader.run(300, 1000) == 700 and reader.moved == 1000 * t
+        assert reader.bad == 0  # each read where offset(i) says: its stamp is that offset's
+        offsets = [reader.offset(i) for i in range(1000)]
+        assert set(offsets) == {b * t for b in range(blocks)} and offsets != sorted(offsets)
+        other = IorLoop(fd, False, 1, packet, blocks=blocks, seed=6)
+        assert [other.offset(i) for i in range(1000)] != offsets
     finally:
         os.close(fd)
 

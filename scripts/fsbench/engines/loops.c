@@ -556,7 +556,8 @@ int fsb_files(const struct fsb_files *f, struct fsb_files_out *o) {
 }
 
 /* One process's transfers [first, last) of an IO500 ior phase: transfer i at offsets[i], or (NULL) at
-   base + i * stride. A write sets the transfer's first 16 bytes to (rank, its offset) and pwrites `buf`; a read
+   base + i * stride, or (blocks > 0) at a block of the file drawn at random, with replacement, from (seed, i)
+   alone (IOR's -z -z: ior-rnd4K-easy-read). A write sets the transfer's first 16 bytes to (rank, its offset) and pwrites `buf`; a read
    preads into `buf` and, with verify, checks the stamp and every word after it: word w of a timestamp packet
    (kind 0) must be hi | (low + w), of any other packet expect's word w (then the tail bytes as expect's). */
 struct fsb_ior {
@@ -567,7 +568,9 @@ struct fsb_ior {
     int64_t first, last, transfer, base, stride;
     int64_t deadline_ns;    /* start no transfer after this (CLOCK_MONOTONIC ns; 0: none): IO500's stonewall */
     int64_t rank;           /* a write's stamp; a read's: the writer it reads */
+    int64_t blocks;         /* > 0: transfers at random blocks of `transfer` bytes among the file's first `blocks` */
     uint64_t hi, low;       /* kind 0: the writer's timestamp packet */
+    uint64_t seed;          /* blocks > 0: the draw's seed */
     int32_t fd, write, verify, kind;
 };
 
@@ -587,13 +590,28 @@ static int ior_check(const struct fsb_ior *p, int64_t off) {
     return words_differ(p->buf, p->expect, p->transfer, stamp, 2, p->kind, p->hi, p->low);
 }
 
+/* splitmix64's output function: a well-mixed 64-bit value of (seed + i), no state between transfers, so that a
+   process's runs of [first, last) draw the same blocks whatever the split. */
+static uint64_t mix64(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+int64_t fsb_ior_offset(const struct fsb_ior *p, int64_t i) {
+    if (p->blocks > 0)
+        return (int64_t)(mix64(p->seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)) % (uint64_t)p->blocks) *
+               p->transfer;
+    return p->offsets ? p->offsets[i] : p->base + i * p->stride;
+}
+
 int fsb_ior(const struct fsb_ior *p, struct fsb_ior_out *o) {
     memset(o, 0, sizeof *o);
     o->short_result = o->first_bad = -1;
     for (int64_t i = p->first; i < p->last; i++) {
         if (p->deadline_ns && mono_ns() >= p->deadline_ns)
             break;
-        int64_t off = p->offsets ? p->offsets[i] : p->base + i * p->stride;
+        int64_t off = fsb_ior_offset(p, i);
         ssize_t n;
         if (p->write) {
             memcpy(p->buf, (int64_t[2]){p->rank, off}, 16);

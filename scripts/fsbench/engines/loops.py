@@ -150,8 +150,8 @@ class Ior(ctypes.Structure):
     _fields_ = [
         *((name, ctypes.c_void_p) for name in ("offsets", "buf", "expect", "first_bad_copy")),
         *((name, ctypes.c_int64) for name in ("first", "last", "transfer", "base", "stride", "deadline_ns", "rank")),
-        ("hi", ctypes.c_uint64),
-        ("low", ctypes.c_uint64),
+        ("blocks", ctypes.c_int64),
+        *((name, ctypes.c_uint64) for name in ("hi", "low", "seed")),
         *((name, ctypes.c_int32) for name in ("fd", "write", "verify", "kind")),
     ]
 
@@ -219,6 +219,7 @@ def load() -> ctypes.CDLL:
             raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
         lib.fsb_files.argtypes = [ctypes.POINTER(Files), ctypes.POINTER(FilesOut)]
         lib.fsb_ior.argtypes = [ctypes.POINTER(Ior), ctypes.POINTER(IorOut)]
+        lib.fsb_ior_offset.argtypes, lib.fsb_ior_offset.restype = [ctypes.POINTER(Ior), ctypes.c_int64], ctypes.c_int64
         c = ctypes
         lib.fsb_scan.argtypes = [c.c_char_p, c.c_char_p, c.c_int64, c.c_int64, c.c_void_p, c.c_int64, c.c_void_p]
         sizes = (IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out), (Files, lib.fsb_sizeof_files)
@@ -350,16 +351,17 @@ class FileLoop:
 class IorLoop:
     """One process's transfers in one of IO500's ior phases (loops.c's fsb_ior), set up before its clock starts.
 
-    Transfer i is at offsets[i] (an array('q')), or at base + i * stride. A write stamps each transfer's first 16
-    bytes with (rank, its offset) and writes `packet` after them; a read with `verify` checks each transfer against
-    the stamp of `rank` (the writer it reads) and `packet`, as IOR -R does, every word made and compared
-    (`timestamp`: (hi, low) when `packet` is a timestamp packet, whose words hi | low + w the check makes instead of
-    reading them; else the packet itself): `bad` transfers, the first found at `first_bad`, as it was read in
-    `first_bad_read`."""
+    Transfer i is at offsets[i] (an array('q')), or at base + i * stride, or (`blocks`) at one of the file's first
+    `blocks` blocks drawn at random with replacement from (`seed`, i), as IOR's -z -z draws ior-rnd4K-easy-read's.
+    A write stamps each transfer's first 16 bytes with (rank, its offset) and writes `packet` after them; a read
+    with `verify` checks each transfer against the stamp of `rank` (the writer it reads) and `packet`, as IOR -R
+    does, every word made and compared (`timestamp`: (hi, low) when `packet` is a timestamp packet, whose words
+    hi | low + w the check makes instead of reading them; else the packet itself): `bad` transfers, the first
+    found at `first_bad`, as it was read in `first_bad_read`."""
 
     def __init__(
         self, fd: int, write: bool, rank: int, packet: bytes, offsets=None, base: int = 0, stride: int = 0,
-        verify: bool = False, timestamp: tuple[int, int] | None = None,
+        verify: bool = False, timestamp: tuple[int, int] | None = None, blocks: int = 0, seed: int = 0,
     ):  # fmt: skip
         self.transfer = len(packet)
         if self.transfer < 16:
@@ -374,7 +376,7 @@ class IorLoop:
             buf=ctypes.addressof(self._buf),
             expect=ctypes.addressof(self._expect),
             first_bad_copy=ctypes.addressof(self._bad),
-            transfer=self.transfer, base=base, stride=stride, rank=rank, hi=hi, low=low,
+            transfer=self.transfer, base=base, stride=stride, rank=rank, blocks=blocks, hi=hi, low=low, seed=seed,
             fd=fd, write=write, verify=verify and not write, kind=0 if timestamp else 1,
         )  # fmt: skip
         self.moved = self.bad = 0
@@ -382,7 +384,7 @@ class IorLoop:
         load()
 
     def offset(self, i: int) -> int:
-        return self._offsets[i] if self._offsets is not None else self.spec.base + i * self.spec.stride
+        return load().fsb_ior_offset(ctypes.byref(self.spec), i)
 
     def expected(self, i: int) -> bytes:
         """What transfer i should hold: the writer's stamp and packet."""

@@ -99,8 +99,11 @@ ENGINES = {
 # each word read (ior -R, mdtest -X: verify_memory_pattern's loop): against the io500 application on a RAM ext4,
 # fsbench's ior-easy-read ran at 2.08 x its own (a memcmp costs a third of IOR's check) and ior-rnd4K-easy-read at
 # 0.69 (Python's ~2 us a transfer).
+# io500 7: ior-rnd4K-easy-read as IOR's -z -z draws it: 4 KiB at random blocks of the file, with replacement, until
+# the stonewall (up to io500's 10,000,000 a process), not each block once: on CephFS through ceph-fuse, whose open
+# drops the file's pages, each block once read at 0.10 of the io500 application (which re-reads blocks it cached).
 METADATA_METHOD = 4
-IO500_METHOD = 6
+IO500_METHOD = 7
 
 
 def why_not(engine: str, need: str) -> str | None:
@@ -161,6 +164,7 @@ METHOD_HISTORY = {
         4: "files named as mdtest names them; find walks its directories in C",
         5: "as the io500 application measures: no cache drop unless drop-caches, data checks, io500's read-from rank",
         6: "the ior transfers in C, IOR's timestamp words and IOR's check of every word read (ior -R, mdtest -X)",
+        7: "ior-rnd4K-easy-read at random 4 KiB blocks drawn with replacement until the stonewall, as IOR -z -z",
     },
 }
 

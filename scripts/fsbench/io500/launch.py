@@ -57,8 +57,8 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
     items = run.limit_of(spec, phase) if kind.write else 0  # a find's: what it finds
     if kind.made_by:  # what the write phase made
         items = made.get(kind.made_by, 0)
-    if phase == "ior-rnd4K-easy-read":  # in 4 KiB pieces
-        items = items * run.item_bytes(spec, kind.made_by) // ph.RND4K_BYTES
+    if phase == "ior-rnd4K-easy-read" and items:  # io500's segment count of random 4 KiB reads, to the stonewall
+        items = run.limit_of(spec, phase)
     if kind.stonewalled:
         run.fresh(root, phase, nprocs)
     for name in names:

@@ -97,6 +97,7 @@ def measured(mode: str, method: int) -> tuple[str, ...]:
 PHASES = order("standard")
 WRITES = tuple(p.name for p in TABLE if p.write)
 RND4K_BYTES = 4096  # ior-rnd4K-easy-read's transfers
+RND4K_SEGMENTS = 10_000_000  # and their most per process (io500's -s): the stonewall ends it first
 
 # Fixed by the list: bytes per transfer of ior-hard, bytes of each mdtest-hard file (the campaign's space check
 # needs them too).

@@ -10,13 +10,11 @@ and .sync/<phase>/ where the processes of a stonewalled write post how far each 
 the target is the filesystem they share), then all write on to the furthest (IOR's wear-out).
 """
 
-import array
 import ctypes
 import json
 import multiprocessing
 import os
 import queue
-import random
 import shlex
 import shutil
 import struct
@@ -94,11 +92,11 @@ def easy_file(root: Path, rank: int) -> Path:
 
 
 def limit_of(spec: dict, phase: str) -> int:
-    """Items per process a phase moves at most: transfers, segments or files (ior-rnd4K-easy-read: each 4 KiB of
-    a process's ior-easy file once)."""
+    """Items per process a phase moves at most: transfers, segments or files (ior-rnd4K-easy-read: io500's
+    segment count, 4 KiB reads at random places until the stonewall)."""
     io500, family = spec["io500"], ph.BY_NAME[phase].family
     if phase == "ior-rnd4K-easy-read":
-        return io500["ior-easy"]["blockSize"] // ph.RND4K_BYTES
+        return ph.RND4K_SEGMENTS
     return {
         "ior-easy": io500["ior-easy"]["blockSize"] // io500["ior-easy"]["transferSize"],
         "ior-hard": io500["ior-hard"]["segmentCount"],
@@ -174,10 +172,6 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
         if p.family == "ior-easy":
             path = easy_file(root, whose)
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC if p.write else os.O_RDONLY
-            if phase == "ior-rnd4K-easy-read":  # each 4 KiB once, in an order of the rank's own
-                places = list(range(items))
-                random.Random(rank).shuffle(places)
-                offsets = array.array("q", (x * t for x in places))
         else:
             path = root / "ior-hard" / "file"
             flags = os.O_WRONLY if p.write else os.O_RDONLY
@@ -189,9 +183,15 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
         def start():
             state["fd"] = os.open(path, flags, 0o644)
             state["opened"] = {"path": str(path), "inode": os.fstat(state["fd"]).st_ino}
+            # ior-rnd4K-easy-read: as IOR's -z -z, at random 4 KiB blocks of the file as it is (its size read
+            # before the clock starts), drawn with replacement, so a block may be read again
+            blocks = os.fstat(state["fd"]).st_size // t if phase == "ior-rnd4K-easy-read" else 0
+            if phase == "ior-rnd4K-easy-read" and not blocks:
+                raise Io500Error(f"{path} holds no {t}-byte block to read")
             state["loop"] = IorLoop(
-                state["fd"], p.write, whose, body, offsets, base, stride, verify=p.verify, timestamp=stamps
-            )
+                state["fd"], p.write, whose, body, offsets, base, stride, verify=p.verify, timestamp=stamps,
+                blocks=blocks, seed=rank,
+            )  # fmt: skip
 
         def run(first, last, deadline_ns):
             loop = state["loop"]
