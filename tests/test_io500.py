@@ -322,6 +322,8 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
     procs = rnd["hosts"]["local"]["processes"]
     assert {q["items"] for q in procs} == {rnd["items_per_process"]}  # worn out to the furthest
     assert 0 < max(q["at_stonewall"] for q in procs) < ph.RND4K_SEGMENTS and rnd["seconds"] >= 1 and rnd["valid"]
+    # how warm each read began, over the files as they are (tmpfs: all of it), not over what may be drawn
+    assert records["ior-easy-read"]["hosts"]["local"]["cached_before"] == rnd["hosts"]["local"]["cached_before"] == 1
     assert rnd["amount"] == 2 * rnd["items_per_process"] * 4096
     assert not list(data.iterdir())  # the last phase leaves nothing
 
