@@ -555,13 +555,12 @@ int fsb_files(const struct fsb_files *f, struct fsb_files_out *o) {
     return 0;
 }
 
-/* One process's transfers [first, last) of an IO500 ior phase: transfer i at offsets[i], or (NULL) at
-   base + i * stride, or (blocks > 0) at a block of the file drawn at random, with replacement, from (seed, i)
-   alone (IOR's -z -z: ior-rnd4K-easy-read). A write sets the transfer's first 16 bytes to (rank, its offset) and pwrites `buf`; a read
-   preads into `buf` and, with verify, checks the stamp and every word after it: word w of a timestamp packet
-   (kind 0) must be hi | (low + w), of any other packet expect's word w (then the tail bytes as expect's). */
+/* One process's transfers [first, last) of an IO500 ior phase: transfer i at base + i * stride, or (blocks > 0) at
+   a block of the file drawn at random, with replacement, from (seed, i) alone (IOR's -z -z: ior-rnd4K-easy-read).
+   A write sets the transfer's first 16 bytes to (rank, its offset) and pwrites `buf`; a read preads into `buf`
+   and, with verify, checks the stamp and every word after it: word w of a timestamp packet (kind 0) must be
+   hi | (low + w), of any other packet expect's word w (then the tail bytes as expect's). */
 struct fsb_ior {
-    const int64_t *offsets;
     char *buf;              /* transfer bytes: what a write writes (after its stamp), a read's buffer */
     const char *expect;     /* kind != 0: the packet a read must find after the stamp */
     char *first_bad_copy;   /* verify: the lowest transfer not as written, as it was read (transfer bytes) */
@@ -602,7 +601,7 @@ int64_t fsb_ior_offset(const struct fsb_ior *p, int64_t i) {
     if (p->blocks > 0)
         return (int64_t)(mix64(p->seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1)) % (uint64_t)p->blocks) *
                p->transfer;
-    return p->offsets ? p->offsets[i] : p->base + i * p->stride;
+    return p->base + i * p->stride;
 }
 
 int fsb_ior(const struct fsb_ior *p, struct fsb_ior_out *o) {

@@ -148,7 +148,7 @@ class Ior(ctypes.Structure):
     """struct fsb_ior of loops.c: one process's transfers in an IO500 ior phase."""
 
     _fields_ = [
-        *((name, ctypes.c_void_p) for name in ("offsets", "buf", "expect", "first_bad_copy")),
+        *((name, ctypes.c_void_p) for name in ("buf", "expect", "first_bad_copy")),
         *((name, ctypes.c_int64) for name in ("first", "last", "transfer", "base", "stride", "deadline_ns", "rank")),
         ("blocks", ctypes.c_int64),
         *((name, ctypes.c_uint64) for name in ("hi", "low", "seed")),
@@ -351,16 +351,16 @@ class FileLoop:
 class IorLoop:
     """One process's transfers in one of IO500's ior phases (loops.c's fsb_ior), set up before its clock starts.
 
-    Transfer i is at offsets[i] (an array('q')), or at base + i * stride, or (`blocks`) at one of the file's first
-    `blocks` blocks drawn at random with replacement from (`seed`, i), as IOR's -z -z draws ior-rnd4K-easy-read's.
-    A write stamps each transfer's first 16 bytes with (rank, its offset) and writes `packet` after them; a read
-    with `verify` checks each transfer against the stamp of `rank` (the writer it reads) and `packet`, as IOR -R
-    does, every word made and compared (`timestamp`: (hi, low) when `packet` is a timestamp packet, whose words
-    hi | low + w the check makes instead of reading them; else the packet itself): `bad` transfers, the first
-    found at `first_bad`, as it was read in `first_bad_read`."""
+    Transfer i is at base + i * stride, or (`blocks`) at one of the file's first `blocks` blocks drawn at random
+    with replacement from (`seed`, i), as IOR's -z -z draws ior-rnd4K-easy-read's. A write stamps each transfer's
+    first 16 bytes with (rank, its offset) and writes `packet` after them; a read with `verify` checks each transfer
+    against the stamp of `rank` (the writer it reads) and `packet`, as IOR -R does, every word made and compared
+    (`timestamp`: (hi, low) when `packet` is a timestamp packet, whose words hi | low + w the check makes instead of
+    reading them; else the packet itself): `bad` transfers, the first found at `first_bad`, as it was read in
+    `first_bad_read`."""
 
     def __init__(
-        self, fd: int, write: bool, rank: int, packet: bytes, offsets=None, base: int = 0, stride: int = 0,
+        self, fd: int, write: bool, rank: int, packet: bytes, base: int = 0, stride: int = 0,
         verify: bool = False, timestamp: tuple[int, int] | None = None, blocks: int = 0, seed: int = 0,
     ):  # fmt: skip
         self.transfer = len(packet)
@@ -369,10 +369,8 @@ class IorLoop:
         self._buf = ctypes.create_string_buffer(bytes(packet), self.transfer)
         self._expect = ctypes.create_string_buffer(bytes(packet), self.transfer)
         self._bad = ctypes.create_string_buffer(self.transfer)
-        self._offsets = offsets  # kept alive while C reads it
         hi, low = timestamp or (0, 0)
         self.spec = Ior(
-            offsets=offsets.buffer_info()[0] if offsets is not None else None,
             buf=ctypes.addressof(self._buf),
             expect=ctypes.addressof(self._expect),
             first_bad_copy=ctypes.addressof(self._bad),

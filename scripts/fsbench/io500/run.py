@@ -168,7 +168,7 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
     state = {"errors": 0, "first_error": None}
     t = item_bytes(spec, phase)
     if p.kind == "ior":
-        offsets, base, stride = None, 0, t
+        base, stride = 0, t
         if p.family == "ior-easy":
             path = easy_file(root, whose)
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC if p.write else os.O_RDONLY
@@ -189,7 +189,7 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
             if phase == "ior-rnd4K-easy-read" and not blocks:
                 raise Io500Error(f"{path} holds no {t}-byte block to read")
             state["loop"] = IorLoop(
-                state["fd"], p.write, whose, body, offsets, base, stride, verify=p.verify, timestamp=stamps,
+                state["fd"], p.write, whose, body, base, stride, verify=p.verify, timestamp=stamps,
                 blocks=blocks, seed=rank,
             )  # fmt: skip
 
