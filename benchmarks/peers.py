@@ -730,7 +730,7 @@ def render(results: dict, started: datetime, load: tuple, load_end: tuple, memor
         if storage not in STORAGES and (section := carried(REPO / "docs" / "bench-peers.md", storage)):
             lines += section
             continue
-        lines += [f"## {storage}", "", f"Measured {started:%Y-%m-%d %H:%M} UTC. {what}", ""]
+        lines += [f"## {storage}", "", f"Measured {started:%Y-%m-%d %H:%M} UTC. {what}" if figures else what, ""]
         lines.append("| phase | fsbench | peer | fsbench/peer | range | peer again/peer | range | target | met |")
         lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
         for ph in phase_list:
