@@ -26,14 +26,6 @@ CHECKED = {"ior-easy-read": "-R", "ior-hard-read": "-R", "mdtest-hard-read": "-X
 WRITES = ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write", "mdtest-hard-write"]
 
 
-def peer_read(bin_dir: Path, tool: str, args: list[str]) -> float:
-    out = bench.mpirun(bin_dir, tool, args)
-    if tool == "ior":
-        summary = out.split("Summary of all tests:")[-1].splitlines()
-        return next(float(f[1]) for x in summary if (f := x.split()) and f[0] == "read") / 1024
-    return float(next(x for x in out.splitlines() if x.strip().startswith("File read")).split()[2]) / 1e3
-
-
 def main(rounds: int) -> None:
     io5, bin_dir = bench.SCALES["ext4-ram"].io5, bench.peers.build()
     got = {(p, who, check): [] for p in CHECKED for who in ("fsbench", "peer") for check in (True, False)}
@@ -56,7 +48,7 @@ def main(rounds: int) -> None:
                             ph.BY_NAME[p] = kinds[p]
                         tool, args = commands[p]
                         args = [a for a in args if check or a != flag]
-                        got[(p, "peer", check)].append(peer_read(bin_dir, tool, args))
+                        got[(p, "peer", check)].append(bench.peer_value(bin_dir, tool, args, p))
                 print(f"round {rnd + 1} of {rounds}", flush=True)
     print("| phase | who | with its check | without | with/without |")
     print("| --- | --- | ---: | ---: | ---: |")

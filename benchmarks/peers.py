@@ -266,6 +266,11 @@ def io500_peer_phase(bin_dir: Path, d: Path, phase: str, io5: dict) -> float:
     """The peer's value of one phase on its folder `d`, in IO500's units (GiB/s, kIOPS); no cache dropped, as
     neither io500 (drop-caches false, its default) nor fsbench's io500 phases then drop one."""
     tool, args = io500_peer_commands(d, io5)[phase]
+    return peer_value(bin_dir, tool, args, phase)
+
+
+def peer_value(bin_dir: Path, tool: str, args: list[str], phase: str) -> float:
+    """What the peer `tool` run with `args` reports for IO500's `phase`, in IO500's units."""
     if tool == "pfind":
         out = mpirun(bin_dir, "pfind", args)
         return float(re.search(r"rate: ([0-9.]+) kiops", out).group(1))

@@ -589,8 +589,9 @@ static int ior_check(const struct fsb_ior *p, int64_t off) {
     return words_differ(p->buf, p->expect, p->transfer, stamp, 2, p->kind, p->hi, p->low);
 }
 
-/* splitmix64's output function: a well-mixed 64-bit value of (seed + i), no state between transfers, so that a
-   process's runs of [first, last) draw the same blocks whatever the split. */
+/* splitmix64's output function, applied to its (i + 1)-th state from `seed` (seed + (i + 1) x its golden-ratio
+   step): transfer i's draw from (seed, i) alone, no state between transfers, so that a process's runs of
+   [first, last) draw the same blocks whatever the split. */
 static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;

@@ -182,12 +182,13 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
 
         def start():
             state["fd"] = os.open(path, flags, 0o644)
-            state["opened"] = {"path": str(path), "inode": os.fstat(state["fd"]).st_ino}
-            # ior-rnd4K-easy-read: as IOR's -z -z, at random 4 KiB blocks of the file as it is (its size read
-            # before the clock starts), drawn with replacement, so a block may be read again
-            blocks = os.fstat(state["fd"]).st_size // t if phase == "ior-rnd4K-easy-read" else 0
-            if phase == "ior-rnd4K-easy-read" and not blocks:
-                raise Io500Error(f"{path} holds no {t}-byte block to read")
+            st = os.fstat(state["fd"])
+            state["opened"] = {"path": str(path), "inode": st.st_ino}
+            blocks = 0
+            if phase == "ior-rnd4K-easy-read":  # as IOR's -z -z: random 4 KiB blocks of the file as it is, with
+                blocks = st.st_size // t  # replacement (a block may be read again), its size read before the clock
+                if not blocks:
+                    raise Io500Error(f"{path} holds no {t}-byte block to read")
             state["loop"] = IorLoop(
                 state["fd"], p.write, whose, body, base, stride, verify=p.verify, timestamp=stamps,
                 blocks=blocks, seed=rank,
