@@ -67,6 +67,11 @@ def campaign(path, **over) -> dict:
         (lambda c: c["io500"].update({"drop-caches-cmd": ["x", ""]}), r"'io500.drop-caches-cmd'.*none empty"),
         (lambda c: c["io500"].update(dataPacketType="zero"), r"'io500.dataPacketType': value 'zero' .*timestamp"),
         (lambda c: c["io500"].update(mode="full"), r"'io500.mode': value 'full' .*standard or extended"),
+        (
+            lambda c: c["io500"].update({"ior-rnd4K-easy-read": {"run": "no"}}),
+            r"'io500.ior-rnd4K-easy-read.run': value 'no' .*true \(io500's default\) or false",
+        ),
+        (lambda c: c["io500"].update({"ior-rnd4K-easy-read": {"API": "POSIX"}}), r"'io500.ior-rnd4K-easy-read.API' is"),
         (lambda c: c["io500"].update(segmentCount=3), r"'io500.segmentCount' is not known"),
         (lambda c: c["io"].update(read_from="neighbour"), r"'io.read_from': value 'neighbour'.*self or other"),
         (

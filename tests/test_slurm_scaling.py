@@ -36,10 +36,11 @@ CLIENTS = {"hosts": [1, 2, 4], "processes": [1, 2]}
 POINTS = [(h, p) for h in CLIENTS["hosts"] for p in CLIENTS["processes"]]
 # The path array stripes its files: 64 KiB units over 2 objects of 1 MiB (as in tests/test_slurm_shared.py)
 LAYOUT = {"stripe_unit": 64 * 2**10, "stripe_count": 2, "object_size": 2**20}
-# IO500's small sizes, its processes per host each point's; a stonewall far beyond them: every write writes all it may
-IO500 = IO500_SMALL | {"stonewall-time": 30}
-# io500's phases with a figure (all but the timestamp): the 12 of its score and ior-rnd4K-easy-read
-PHASES = [p for p in ph.order("standard") if ph.BY_NAME[p].kind != "dummy"]
+# IO500's small sizes, its processes per host each point's; a stonewall far beyond them: every write writes all it
+# may. ior-rnd4K-easy-read not run (io500's run = FALSE): it reads on to the stonewall, 30 s at each point
+IO500 = IO500_SMALL | {"stonewall-time": 30, "ior-rnd4K-easy-read": {"run": False}}
+# io500's phases with a figure (all but the timestamp and the one not run): the 12 of its score
+PHASES = [p for p in ph.order("standard") if ph.BY_NAME[p].kind != "dummy" and p != "ior-rnd4K-easy-read"]
 
 
 def test_a_scaling_study_has_every_point_from_the_hosts_that_ran_it(tmp_path):
@@ -101,5 +102,7 @@ def test_a_scaling_study_has_every_point_from_the_hosts_that_ran_it(tmp_path):
             for host, part in rec["hosts"].items():
                 assert part["hostname"] == host and len(part["processes"]) == p, (point, phase, host)
             assert rec["value"] > 0 and rec["cell"]["host"] == point, (point, phase)
+        rnd = json.loads((results / "runs" / point / "g/path/io500/rep1/ior-rnd4K-easy-read.json").read_text())
+        assert (rnd["run"], rnd["value"], rnd["hosts"], rnd["valid"]) == (False, 0, {}, False), point
     assert (results / "plots/scaling.png").stat().st_size > 0
     assert "Client scaling" in (results / "summary.html").read_text()

@@ -24,7 +24,8 @@ def io_test(row) -> str:
 
 def points(measurements: pd.DataFrame, io500_records: list[dict]) -> list[dict]:
     """Each test's figure at each point: the median MB/s of an all-hosts cell's repeats (its cell rows, not its
-    hosts' parts), and each io500 phase's value (not the timestamp's: a file touched, its figure always 0)."""
+    hosts' parts), and each io500 phase's value (not the timestamp's: a file touched, its figure always 0; nor a
+    phase its io500 block did not run)."""
     found = []
     cells = measurements[measurements.host.astype(str).map(lambda h: clients_point(h) is not None)]
     cells = cells[cells.workload == "io"] if "workload" in cells else cells
@@ -32,7 +33,7 @@ def points(measurements: pd.DataFrame, io500_records: list[dict]) -> list[dict]:
         found.append({"host": host, "test": test, "unit": "MB/s", "figure": float(rows.mb_s.median())})
     for r in io500_records:
         host = r["cell"]["host"]
-        if clients_point(host) is not None and ph.BY_NAME[r["phase"]].kind != "dummy":
+        if clients_point(host) is not None and ph.BY_NAME[r["phase"]].kind != "dummy" and r.get("run", True):
             test = f"{r['cell']['array']} io500 {r['phase']}"
             found.append({"host": host, "test": test, "unit": ph.unit(r["phase"]), "figure": float(r["value"])})
     return found

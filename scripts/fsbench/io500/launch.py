@@ -54,6 +54,8 @@ def phase_step(cell: CellSpec, phase: str, before: dict, hosts: list[str], recor
         run.prepare(root, nprocs)
     if kind.kind == "dummy":
         return _timestamp(cell, root, before, made, writers)
+    if not cell.io500.get(phase, {}).get("run", True):
+        return _not_run(cell, root, phase, before, made, writers)
     items = run.limit_of(spec, phase) if kind.write else 0  # a find's: what it finds
     if kind.made_by:  # what the write phase made
         items = made.get(kind.made_by, 0)
@@ -116,6 +118,19 @@ def _timestamp(cell: CellSpec, root: Path, before: dict, made: dict, writers: di
     record |= {"valid": True, "invalid_reasons": "", "doubts": "", "amount": 0, "items_per_process": 0}
     record |= {"started_at": t0, "hosts": {}, "timestamp_file": str(run.timestamp(root))}
     return record | {"items": made, "writers": writers} | _more(cell, before, f"touch {run.timestamp(root)}")
+
+
+def _not_run(cell: CellSpec, root: Path, phase: str, before: dict, made: dict, writers: dict) -> dict:
+    """A phase its io500 block says not to run (io500's run = FALSE): as io500 prints it, a figure of 0 and so
+    [INVALID]. The last phase still removes what is left."""
+    why = ph.invalid(phase, 0.0, 0.0, cell.io500["stonewall-time"])
+    record = {"step": "io500", "phase": phase, "run": False, "value": 0.0, "unit": ph.unit(phase), "seconds": 0.0}
+    record |= {"valid": False, "invalid_reasons": "; ".join(why), "amount": 0, "items_per_process": 0}
+    record |= {"doubts": f"not run: io500.{phase}.run is false", "started_at": time.time(), "hosts": {}}
+    if phase == ph.order(cell.io500["mode"])[-1]:
+        shutil.rmtree(root, ignore_errors=True)
+    log.info("%s: not run (io500.%s.run: false)", phase, phase)
+    return record | {"items": made, "writers": writers} | _more(cell, before, f"none: io500.{phase}.run is false")
 
 
 def _opened(phase: str, parts: list, writers: dict) -> None:
