@@ -5,8 +5,10 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -15,7 +17,7 @@ from fsbench.engines import python as engine
 from fsbench.engines.job import ChildBytes, Job, Stream, extent, offsets, progress
 from fsbench.storage import cache, devices
 
-from conftest import file_job, logged_progress, needs_root
+from conftest import REPO, file_job, logged_progress, needs_root
 
 MiB = 2**20
 
@@ -358,6 +360,41 @@ def test_the_c_loop_builds_without_warnings_and_outside_the_source_tree(tmp_path
     lib = loops.build()
     assert lib.parent == tmp_path / "cache" and not (tmp_path / "no-setup").exists()
     assert loops.build() == lib  # built once
+
+
+def test_streams_loading_the_c_loop_at_once_build_it_once(tmp_path, monkeypatch):
+    """A part's streams are threads, each loading the library before its start line: without make setup's library,
+    one builds it and the others wait for it (two builds of one process wrote one temporary file: one failed)."""
+    monkeypatch.setattr(loops, "BUILD", tmp_path / "no-setup")
+    monkeypatch.setattr(loops, "_lib", None)
+    monkeypatch.setenv("FSBENCH_CACHE", str(tmp_path / "cache"))
+    line = threading.Barrier(4)
+
+    def at_once(_):
+        line.wait()
+        return loops.load()
+
+    with ThreadPoolExecutor(4) as pool:
+        libs = list(pool.map(at_once, range(4)))
+    assert len({id(lib) for lib in libs}) == 1
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == [loops.build().name]  # no temporary file left
+
+
+def test_a_stream_that_cannot_open_its_file_fails_the_run_at_once(tmp_path):
+    """Stream 1's folder does not exist: its open fails while stream 0 waits at the start line for it. The write
+    fails at once with stream 1's error, and no thread is left waiting (it used to wait for stream 0 first, which
+    waited for stream 1 for ever). In a process of its own: a hang is a timeout here, not a stuck test run."""
+    code = (
+        "import sys\n"
+        "from fsbench.engines import python as engine\n"
+        "from fsbench.engines.job import Job, Stream\n"
+        "engine.write(Job(streams=tuple(Stream(p) for p in sys.argv[1:]), size=2**20, block_size=2**16))\n"
+    )
+    argv = [sys.executable, "-c", code, str(tmp_path / "s0"), str(tmp_path / "gone" / "s1")]
+    env = os.environ | {"PYTHONPATH": str(REPO / "scripts")}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 1 and "FileNotFoundError" in done.stderr and "gone/s1" in done.stderr, done.stderr
+    assert "BrokenBarrierError" not in done.stderr.splitlines()[-1]
 
 
 def test_a_write_the_kernel_takes_short_is_finished_at_every_depth():

@@ -18,6 +18,7 @@ import os
 import shutil
 import struct
 import subprocess
+import threading
 from pathlib import Path
 
 from fsbench.toolkit.latency import SUB_BITS, Histogram
@@ -191,7 +192,7 @@ def build(into: Path | None = None, extra: tuple[str, ...] = ()) -> Path:
             "once: install one (Debian: apt-get install gcc) or set CC"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    part = lib.with_name(f"{lib.name}.{os.getpid()}.part")
+    part = lib.with_name(f"{lib.name}.{os.getpid()}.{threading.get_ident()}.part")
     proc = subprocess.run([cc, *flags, "-o", str(part), str(SOURCE)], capture_output=True, text=True)
     if proc.returncode != 0:
         part.unlink(missing_ok=True)
@@ -207,32 +208,39 @@ def build(into: Path | None = None, extra: tuple[str, ...] = ()) -> Path:
 
 
 _lib = None
+_loading = threading.Lock()  # a part's streams are threads that each load it: one builds, the others wait
 
 
 def load() -> ctypes.CDLL:
     """The library, built if need be and loaded once per process."""
     global _lib
-    if _lib is None:
-        lib = ctypes.CDLL(str(build()))
-        lib.fsb_run.argtypes = [ctypes.POINTER(IO), ctypes.POINTER(Out)]
-        if lib.fsb_sub_bits() != SUB_BITS:
-            raise RuntimeError(f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}")
-        lib.fsb_files.argtypes = [ctypes.POINTER(Files), ctypes.POINTER(FilesOut)]
-        lib.fsb_ior.argtypes = [ctypes.POINTER(Ior), ctypes.POINTER(IorOut)]
-        lib.fsb_ior_offset.argtypes, lib.fsb_ior_offset.restype = [ctypes.POINTER(Ior), ctypes.c_int64], ctypes.c_int64
-        c = ctypes
-        lib.fsb_scan.argtypes = [c.c_char_p, c.c_char_p, c.c_int64, c.c_int64, c.c_void_p, c.c_int64, c.c_void_p]
-        sizes = (IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out), (Files, lib.fsb_sizeof_files)
-        outs = (FilesOut, lib.fsb_sizeof_files_out), (ScanOut, lib.fsb_sizeof_scan_out)
-        outs += (Ior, lib.fsb_sizeof_ior), (IorOut, lib.fsb_sizeof_ior_out)
-        for struct, size in (*sizes, *outs):
-            size.restype = ctypes.c_int64
-            if size() != ctypes.sizeof(struct):
+    with _loading:
+        if _lib is None:
+            lib = ctypes.CDLL(str(build()))
+            lib.fsb_run.argtypes = [ctypes.POINTER(IO), ctypes.POINTER(Out)]
+            if lib.fsb_sub_bits() != SUB_BITS:
                 raise RuntimeError(
-                    f"{SOURCE.name}'s struct {struct.__doc__.split()[1]} is {size()} bytes, its ctypes mirror "
-                    f"{struct.__name__} {ctypes.sizeof(struct)}: make them agree field for field"
+                    f"{SOURCE.name} buckets latencies with SUB_BITS {lib.fsb_sub_bits()}, not {SUB_BITS}"
                 )
-        _lib = lib
+            lib.fsb_files.argtypes = [ctypes.POINTER(Files), ctypes.POINTER(FilesOut)]
+            lib.fsb_ior.argtypes = [ctypes.POINTER(Ior), ctypes.POINTER(IorOut)]
+            lib.fsb_ior_offset.argtypes, lib.fsb_ior_offset.restype = (
+                [ctypes.POINTER(Ior), ctypes.c_int64],
+                ctypes.c_int64,
+            )
+            c = ctypes
+            lib.fsb_scan.argtypes = [c.c_char_p, c.c_char_p, c.c_int64, c.c_int64, c.c_void_p, c.c_int64, c.c_void_p]
+            sizes = (IO, lib.fsb_sizeof_io), (Out, lib.fsb_sizeof_out), (Files, lib.fsb_sizeof_files)
+            outs = (FilesOut, lib.fsb_sizeof_files_out), (ScanOut, lib.fsb_sizeof_scan_out)
+            outs += (Ior, lib.fsb_sizeof_ior), (IorOut, lib.fsb_sizeof_ior_out)
+            for struct, size in (*sizes, *outs):
+                size.restype = ctypes.c_int64
+                if size() != ctypes.sizeof(struct):
+                    raise RuntimeError(
+                        f"{SOURCE.name}'s struct {struct.__doc__.split()[1]} is {size()} bytes, its ctypes mirror "
+                        f"{struct.__name__} {ctypes.sizeof(struct)}: make them agree field for field"
+                    )
+            _lib = lib
     return _lib
 
 

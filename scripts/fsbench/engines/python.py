@@ -9,7 +9,7 @@ import os
 import threading
 import time
 from array import array
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 
 from fsbench.engines import loops, verify
@@ -245,11 +245,15 @@ def run_streams(job: Job, op: str, one_stream, every: float) -> list[dict]:
             return [one_stream(0, start_line, done)]
         with ThreadPoolExecutor(len(job.streams)) as pool:
             futures = [pool.submit(one_stream, i, start_line, done) for i in range(len(job.streams))]
-            try:
-                return [f.result() for f in futures]
-            except BaseException:
-                start_line.abort()  # a stream that failed to open must not leave the others waiting
-                raise
+            try:  # not the first stream's result first: it waits at the line for a later one that may have failed
+                wait(futures, return_when=FIRST_EXCEPTION)
+            finally:
+                if not all(f.done() and f.exception() is None for f in futures):
+                    start_line.abort()  # a stream that failed to set up must not leave the others at the line
+            errors = [e for f in futures if (e := f.exception())]
+            if errors:  # the failed stream's own error, not the broken line it left the others
+                raise next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0])
+            return [f.result() for f in futures]
 
 
 def _describe(job: Job, op: str) -> str:
