@@ -1,8 +1,9 @@
 """By hand (docs/bench-peers.md, "Measured by hand"): what makes fsbench's metadata stat and read phases faster
 than mdtest's on IO500's files (issue 37): the depth of the files' folder, or how mdtest opens a file to read it.
 
-mdtest's files lie two folders deeper than fsbench's (mdt_hard/test-dir.0-0/mdtest_tree.0/ against mdtest-hard/),
-and mdtest-hard-read opens each file O_RDWR and seeks before its read (strace), where fsbench opens it O_RDONLY.
+Until io500 method 8 mdtest's files lay two folders deeper than fsbench's (mdt_hard/test-dir.0-0/mdtest_tree.0/
+against mdtest-hard/; now at the same depth), and mdtest-hard-read opens each file O_RDWR and seeks before its
+read (strace), where fsbench opens it O_RDONLY.
 On bench-peers' RAM-backed ext4 at its sizes, IO500's write phases once for each of: fsbench as it is, fsbench
 two folders deeper (its path array at d1/d2), and the peer as io500 runs it; then ROUNDS rounds of
 mdtest-easy-stat, mdtest-hard-stat and mdtest-hard-read, each round every turn once in a rotated order: fsbench,

@@ -158,17 +158,17 @@ def test_wear_out_writes_on_to_the_furthest_but_not_past_the_limit():
 
 
 def test_find_finds_as_io500s_find_named_01_of_mdtest_hard_size_newer_than_the_timestamp(tmp_path):
-    from fsbench.io500.run import _find, finder, prepare, timestamp
+    from fsbench.io500.run import _find, finder, md_folder, prepare, timestamp
 
     prepare(tmp_path, 2)
     timestamp(tmp_path).touch()  # the timestamp phase's
     newer = timestamp(tmp_path).stat().st_mtime_ns
-    hard = tmp_path / "mdtest-hard"
+    hard = md_folder(tmp_path, "mdtest-hard")
     for r in range(2):
         for i in range(120):  # file.mdtest.0.101 and file.mdtest.1.101 match *01*; file.mdtest.0.10 does not
             (hard / ph.mdtest_name(r, i)).write_bytes(b"x" * ph.MDTEST_HARD_BYTES)
     (hard / "file.mdtest.0.101").write_bytes(b"short")  # the right name, the wrong size
-    (tmp_path / "mdtest-easy" / "rank0" / "file.mdtest.0.1012").touch()  # the right name, empty: mdtest-easy's
+    (md_folder(tmp_path, "mdtest-easy", 0) / "file.mdtest.0.1012").touch()  # the right name, empty: mdtest-easy's
     old = hard / "file.mdtest.9.201"
     old.write_bytes(b"x" * ph.MDTEST_HARD_BYTES)
     os.utime(old, ns=(newer - 10**9, newer - 10**9))  # older than the timestamp
@@ -296,11 +296,15 @@ def test_a_stonewalled_write_stops_then_every_process_writes_on_to_the_furthest(
     before, records = {"step": "prepare_array"}, {}
     for phase in ph.PHASES:
         before = records[phase] = launch.phase_step(cell, phase, before, [], tmp_path / "hosts")
-        if phase == "find":  # every mdtest file there, named as mdtest names it: file.mdtest.<rank>.<i>
-            easy = {(p.parent.name, re.sub(r"\d+$", "i", p.name)) for p in data.rglob("mdtest-easy/*/*")}
-            hard = {re.sub(r"\d+$", "i", p.name) for p in data.rglob("mdtest-hard/*")}
-            assert easy == {("rank0", "file.mdtest.0.i"), ("rank1", "file.mdtest.1.i")}
-            assert hard == {"file.mdtest.0.i", "file.mdtest.1.i"}
+        if phase == "find":  # every mdtest file there, named and placed as mdtest (-u for easy) names and places it
+            files = {
+                (p.parent.relative_to(p.parents[2]).as_posix(), re.sub(r"\d+$", "i", p.name))
+                for family in ("mdtest-easy", "mdtest-hard")
+                for p in data.rglob(f"{family}/*/*/*")
+            }
+            tree = "test-dir.0-0/mdtest_tree"
+            easy = {(f"{tree}.0.0", "file.mdtest.0.i"), (f"{tree}.1.0", "file.mdtest.1.i")}
+            assert files == easy | {(f"{tree}.0", "file.mdtest.0.i"), (f"{tree}.0", "file.mdtest.1.i")}
     for phase in ph.WRITES:
         procs = records[phase]["hosts"]["local"]["processes"]
         at_wall = [q["at_stonewall"] for q in procs]
@@ -399,7 +403,7 @@ def test_a_read_that_finds_other_data_than_was_written_is_invalid_and_says_where
                 f.seek(2 * 65536 + 100)
                 f.write(b"\xff")
         if phase == "mdtest-hard-read":  # one byte of rank 1's file 7
-            with open(root / "mdtest-hard" / ph.mdtest_name(1, 7), "r+b") as f:
+            with open(root / "mdtest-hard/test-dir.0-0/mdtest_tree.0" / ph.mdtest_name(1, 7), "r+b") as f:
                 f.seek(3000)
                 f.write(b"\xff")
         before = records[phase] = launch.phase_step(cell, phase, before, [], tmp_path / "hosts")
@@ -414,7 +418,8 @@ def test_a_read_that_finds_other_data_than_was_written_is_invalid_and_says_where
         and not hard["valid"]
         and "Errors (1) occured during phase in mdtest" in hard["invalid_reasons"]
     )
-    assert re.search(r"1 files read back wrong; the first, of rank 0: \S+/mdtest-hard/file.mdtest.1.7$", hard["doubts"])
+    where = r"\S+/mdtest-hard/test-dir.0-0/mdtest_tree.0/file.mdtest.1.7$"
+    assert re.search(r"1 files read back wrong; the first, of rank 0: " + where, hard["doubts"])
     assert records["ior-hard-read"]["errors"] == 0 and records["ior-hard-read"]["valid"]
 
 

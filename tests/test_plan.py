@@ -213,8 +213,9 @@ def test_the_metadata_and_io500_method_versions_are_in_their_cells_params():
     meta = next(t for t in plan.tests if t.startswith("meta-"))
     assert plan.cell_spec("local", "a", "ext4", meta, "1")["method"] == 4
     # io500 5: as the io500 application measures (no cache drop by default, data checks, its read-from rules);
-    # 6: the ior transfers in C and IOR's own check of each word read; 7: ior-rnd4K-easy-read as IOR -z -z
-    assert plan.cell_spec("local", "a", "ext4", IO500_TEST, "1")["method"] == 7
+    # 6: the ior transfers in C and IOR's own check of each word read; 7: ior-rnd4K-easy-read as IOR -z -z;
+    # 8: mdtest's files at mdtest's depth
+    assert plan.cell_spec("local", "a", "ext4", IO500_TEST, "1")["method"] == 8
     assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s", "1")["method"] == 3
     # 3 at iodepth > 1 (each I/O submitted as soon as it is queued) apart; both paths' 4 KiB page buffers after it
     assert plan.cell_spec("local", "a", "ext4", "rand-64KiB-direct-4s-qd32", "1")["method"] == 4
@@ -245,7 +246,7 @@ def test_a_finished_cell_of_an_older_method_keeps_it_unless_the_campaign_says_cu
     _finished(tmp_path, today, deep, "read", 2)  # the python engine at iodepth > 1: 2, now 4
     _finished(tmp_path, today, shallow, "read", None)  # version 1: no method in its params then
     _finished(tmp_path, today, ("local", "a", "xfs", meta, 1), "metadata", 3)
-    _finished(tmp_path, today, ("local", "a", "xfs", IO500_TEST, 1), "mdtest-hard-delete", 7)  # today's
+    _finished(tmp_path, today, ("local", "a", "xfs", IO500_TEST, 1), "mdtest-hard-delete", 8)  # today's
     # A cell changed otherwise is measured anew, with today's method: its record is not that cell's.
     changed = ("local", "b", "ext4", "seq-1MiB-direct-1s", 1)
     _finished(tmp_path, today, changed, "read", None, size=32 * MiB)
@@ -258,7 +259,7 @@ def test_a_finished_cell_of_an_older_method_keeps_it_unless_the_campaign_says_cu
     assert plan.cell_spec("local", "a", "xfs", meta, "1")["method"] == 3
     # The key keeps its place among the params (Snakemake compares their serialised form).
     assert list(plan.cell_spec(*deep)) == list(today.cell_spec(*deep))
-    assert plan.cell_spec("local", "a", "xfs", IO500_TEST, 1)["method"] == 7
+    assert plan.cell_spec("local", "a", "xfs", IO500_TEST, 1)["method"] == 8
     assert plan.cell_spec(*changed)["method"] == 3
     # Every other repeat of those cells, not finished, is measured with today's method.
     assert plan.cell_spec(*deep[:4], 2)["method"] == 4

@@ -54,14 +54,26 @@ def layout(root: Path) -> dict[str, Path]:
     return {k: root / k for k in ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard", ".sync")}
 
 
+def md_folder(root: Path, family: str, rank: int = 0) -> Path:
+    """Where mdtest puts a rank's files as io500 runs it: mdtest-easy (-u) in a tree of the rank's own,
+    test-dir.0-0/mdtest_tree.<rank>.0, mdtest-hard in one shared, test-dir.0-0/mdtest_tree.0. The depth is part
+    of the measurement: every call on a file resolves its path (io500 method 8)."""
+    return root / family / "test-dir.0-0" / (f"mdtest_tree.{rank}.0" if family == "mdtest-easy" else "mdtest_tree.0")
+
+
+def _md_folders(root: Path, family: str, nprocs: int) -> None:
+    for r in range(nprocs) if family == "mdtest-easy" else [0]:
+        md_folder(root, family, r).mkdir(parents=True)
+
+
 def prepare(root: Path, nprocs: int) -> None:
     """The folders of every phase, made afresh (what an interrupted run left goes), untimed as IO500's are."""
     shutil.rmtree(root, ignore_errors=True)
     dirs = layout(root)
     for d in dirs.values():
         d.mkdir(parents=True)
-    for r in range(nprocs):
-        (dirs["mdtest-easy"] / f"rank{r}").mkdir()
+    for family in ("mdtest-easy", "mdtest-hard"):
+        _md_folders(root, family, nprocs)
     (dirs["ior-hard"] / "file").touch()
 
 
@@ -78,9 +90,7 @@ def fresh(root: Path, phase: str, nprocs: int) -> None:
     family = ph.BY_NAME[phase].family
     if ph.BY_NAME[phase].write and family.startswith("mdtest"):
         shutil.rmtree(root / family)
-        (root / family).mkdir()
-        for r in range(nprocs) if family == "mdtest-easy" else []:
-            (root / family / f"rank{r}").mkdir()
+        _md_folders(root, family, nprocs)
 
 
 def timestamp(root: Path) -> Path:
@@ -215,7 +225,7 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
             os.close(state["fd"])
 
         return start, run, end, state
-    folder = root / p.family / f"rank{whose}" if p.family == "mdtest-easy" else root / p.family
+    folder = md_folder(root, p.family, whose)
     name = ph.mdtest_name(whose, "{i}")
     size = item_bytes(spec, phase)
     data = ph.packet(packet, whose, size)
@@ -269,7 +279,7 @@ def _find(phase: str, root: Path, rank: int, scanner: Scanner) -> tuple[int, int
     easy directory (find, find-easy); rank 0 also the shared hard directory (find, find-hard) and the ior folders
     (find). A file whose name matches FIND_NAME is stat'ed and found as `scanner` (finder()) says; the others are
     only counted. Like IO500's pfind, whose rate is the files it looked at over its time. (looked at, found)"""
-    tops = [root / "mdtest-easy" / f"rank{rank}"] if phase in ("find", "find-easy") else []
+    tops = [md_folder(root, "mdtest-easy", rank)] if phase in ("find", "find-easy") else []
     if rank == 0:
         tops += [root / "mdtest-hard"] if phase in ("find", "find-hard") else []
         tops += [root / "ior-easy", root / "ior-hard"] if phase == "find" else []
