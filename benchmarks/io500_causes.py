@@ -2,12 +2,12 @@
 than mdtest's on IO500's files (issue 37): the depth of the files' folder, or how mdtest opens a file to read it.
 
 Until io500 method 8 mdtest's files lay two folders deeper than fsbench's (mdt_hard/test-dir.0-0/mdtest_tree.0/
-against mdtest-hard/; now at the same depth), and mdtest-hard-read opens each file O_RDWR and seeks before its
-read (strace), where fsbench opens it O_RDONLY.
+against mdtest-hard/), and mdtest's read opened each file O_RDWR and seeked before its read (strace), where
+fsbench opened it O_RDONLY; since method 8 fsbench does both as mdtest does.
 On bench-peers' RAM-backed ext4 at its sizes, IO500's write phases once for each of: fsbench as it is, fsbench
 two folders deeper (its path array at d1/d2), and the peer as io500 runs it; then ROUNDS rounds of
 mdtest-easy-stat, mdtest-hard-stat and mdtest-hard-read, each round every turn once in a rotated order: fsbench,
-fsbench deeper, fsbench opening as mdtest does (loops.c built with O_RDWR and an lseek in its read: reads only),
+fsbench deeper, fsbench opening O_RDONLY without the lseek as before method 8 (loops.c built so: reads only),
 mdtest. Prints each variant over fsbench and over mdtest (medians of the rounds, and ranges).
 
     sudo .venv/bin/python benchmarks/io500_causes.py [ROUNDS [TIMES]]
@@ -33,18 +33,22 @@ from fsbench.engines import loops  # noqa: E402 (after bench_peers put the packa
 
 PHASES = ["mdtest-easy-stat", "mdtest-hard-stat", "mdtest-hard-read"]
 WRITES = ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write", "mdtest-hard-write"]
-TURNS = ["fsbench", "deeper", "rdwr", "mdtest"]
-PAIRS = [("fsbench", "mdtest"), ("deeper", "fsbench"), ("deeper", "mdtest"), ("rdwr", "fsbench"), ("rdwr", "mdtest")]
-READ_OPEN = "if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)\n            return errno;\n"
-MDTEST_OPEN = (
-    "if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0)\n            return errno;\n        lseek(fd, 0, SEEK_SET);\n"
-)
+TURNS = ["fsbench", "deeper", "rdonly", "mdtest"]
+PAIRS = [
+    ("fsbench", "mdtest"),
+    ("deeper", "fsbench"),
+    ("deeper", "mdtest"),
+    ("rdonly", "fsbench"),
+    ("rdonly", "mdtest"),
+]
+# io500's mdtest-hard-read opens as mdtest does since io500 method 8 (O_RDWR, then lseek); the variant as before it
+AS_MDTEST = ("(f->op == 4 ? O_RDWR : O_RDONLY)", "if (f->op == 4 && lseek(")
+READ_ONLY = ("O_RDONLY", "if (0 && lseek(")
 
 
 @contextlib.contextmanager
-def opening_as_mdtest(variant: Path):
-    """loops.c with its file read opening O_RDWR and seeking to 0 first, as mdtest's POSIX backend, loaded for
-    this turn (the forked processes inherit it); the library as it was after."""
+def loaded(variant: Path):
+    """loops.c's `variant` loaded for this turn (the forked processes inherit it); the library as it was after."""
     source, lib = loops.SOURCE, loops._lib
     loops.SOURCE, loops._lib = variant, None
     try:
@@ -59,10 +63,10 @@ def main(rounds: int, times: int) -> None:
     for family in ("mdtest-easy", "mdtest-hard"):
         io5[family]["n"] *= times
     text = loops.SOURCE.read_text()
-    assert text.count(READ_OPEN) == 1, "loops.c's file read is no longer where this script changes it"
+    assert all(text.count(a) == 1 for a in AS_MDTEST), "loops.c's file read is no longer where this script changes it"
     work = Path(tempfile.mkdtemp(prefix="fsbench-io500-causes-"))
     variant = work / "loops.c"
-    variant.write_text(text.replace(READ_OPEN, MDTEST_OPEN))
+    variant.write_text(text.replace(AS_MDTEST[0], READ_ONLY[0]).replace(AS_MDTEST[1], READ_ONLY[1]))
     got = {(p, t): [] for p in PHASES for t in TURNS}
     with contextlib.ExitStack() as stack:
         stack.callback(shutil.rmtree, work, ignore_errors=True)
@@ -91,18 +95,18 @@ def main(rounds: int, times: int) -> None:
                         elif t == "mdtest":
                             got[(p, t)].append(bench.io500_peer_phase(bin_dir, d, p, io5))
                         elif p == "mdtest-hard-read":
-                            with opening_as_mdtest(variant):
+                            with loaded(variant):
                                 got[(p, t)].append(phase(p)["value"])
                 print(f"round {rnd + 1} of {rounds}", flush=True)
     head = ["phase", "fsbench", "mdtest", "fsbench/mdtest", "deeper/fsbench", "deeper/mdtest"]
-    head += ["O_RDWR+lseek/fsbench", "O_RDWR+lseek/mdtest"]
+    head += ["O_RDONLY/fsbench", "O_RDONLY/mdtest"]
     print("\n| " + " | ".join(head) + " |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for p in PHASES:
         fs, md = (statistics.median(got[(p, t)]) for t in ("fsbench", "mdtest"))
         cells = [p, f"{fs:.1f}", f"{md:.1f}"]
         for a, b in PAIRS:
-            r = [x / y for x, y in zip(got[(p, a)], got[(p, b)], strict=False)]  # rdwr: reads only
+            r = [x / y for x, y in zip(got[(p, a)], got[(p, b)], strict=False)]  # rdonly: reads only
             cells.append(f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})" if r else "–")
         print("| " + " | ".join(cells) + " |")
     print("(kIOPS, medians of the rounds; ratios: median (range) of the rounds' ratios)")

@@ -274,6 +274,35 @@ def test_the_file_loop_makes_stats_reads_and_deletes_each_file_timing_each_one(t
     assert not list(folder.rglob("f*"))
 
 
+def test_mdtest_read_opens_each_file_for_writing_as_mdtest_does_and_read_does_not(tmp_path):
+    """mdtest's read opens O_RDWR (mdtest.c passes O_RDONLY, 0, where its POSIX backend takes IOR_RDONLY; on
+    CephFS that asks the MDS for write caps): io500's mdtest-hard-read too. fsbench's own read opens O_RDONLY.
+    Seen by inotify: closing a file opened for writing is IN_CLOSE_WRITE, one opened read-only IN_CLOSE_NOWRITE."""
+    import ctypes
+    import struct
+
+    from fsbench.engines.loops import FileLoop
+
+    in_close_write, in_close_nowrite = 0x8, 0x10
+    libc = ctypes.CDLL(None, use_errno=True)
+    for i in range(3):
+        (tmp_path / f"f{i}").write_bytes(b"abc")
+    for op, closed in (("mdtest-read", in_close_write), ("read", in_close_nowrite)):
+        fd = libc.inotify_init1(os.O_NONBLOCK)
+        assert fd >= 0 and libc.inotify_add_watch(fd, str(tmp_path).encode(), in_close_write | in_close_nowrite) >= 0
+        try:
+            loop = FileLoop(op, tmp_path, "f{i}", 3, file_size=3)
+            assert loop.run() == 3 and loop.moved == 9
+            events, got = os.read(fd, 4096), []
+            while events:
+                _, mask, _, size = struct.unpack_from("iIII", events)
+                got.append(mask)
+                events = events[16 + size :]
+            assert got == [closed] * 3, (op, got)
+        finally:
+            os.close(fd)
+
+
 def test_the_file_loop_names_the_failing_file_and_counts_those_before_it(tmp_path):
     from fsbench.engines.loops import FileLoop, WrongSize
 

@@ -408,7 +408,7 @@ struct fsb_files {
     int64_t stamp_base;     /* stamp: a created file's first 8 bytes are stamp_base + i (no two alike) */
     int64_t deadline_ns;    /* start no file after this (CLOCK_MONOTONIC ns; 0: none): IO500's stonewall */
     int32_t op;             /* 0 create (open O_CREAT|O_EXCL, write, [fsync], close), 1 stat, 2 read (open, read,
-                               close), 3 delete (unlink) */
+                               close), 3 delete (unlink), 4 read as mdtest (open O_RDWR, lseek, read, close) */
     int32_t stamp;
     int32_t fsync_each;     /* a create fsyncs each file before its close */
     int32_t verify;         /* a read checks the file's bytes against `expect` (stamped as a create stamps), as
@@ -493,8 +493,15 @@ static int one_file(const struct fsb_files *f, int64_t i, struct fsb_files_out *
     }
     case 2: /* one read of one byte more than the file should hold: its size is checked too. An empty file is
                opened and closed, as mdtest reads one (-E without -e): a read call would cost ~2 us of ~10. */
-        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    case 4: /* the same as mdtest calls it (io500's mdtest-hard-read): it opens O_RDWR (mdtest.c's read passes
+               O_RDONLY, 0, where its POSIX backend takes IOR_RDONLY) and seeks to 0 before the read */
+        if ((fd = open(path, (f->op == 4 ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0)
             return errno;
+        if (f->op == 4 && lseek(fd, 0, SEEK_SET) < 0) {
+            err = errno;
+            close(fd);
+            return err;
+        }
         do
             got = f->file_size ? read(fd, f->data, f->file_size + 1) : 0;
         while (got < 0 && errno == EINTR);
@@ -543,7 +550,7 @@ int fsb_files(const struct fsb_files *f, struct fsb_files_out *o) {
         if (d > o->longest_ns)
             o->longest_ns = d;
         last = now;
-        if (f->verify && f->op == 2 && f->file_size) {
+        if (f->verify && (f->op == 2 || f->op == 4) && f->file_size) {
             const uint64_t stamp = (uint64_t)(f->stamp_base + i);
             if (words_differ(f->data, f->expect, f->file_size, &stamp, f->stamp ? 1 : 0, f->kind, f->hi, f->low))
                 if (!o->bad++ || i < o->first_bad)

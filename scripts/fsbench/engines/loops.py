@@ -275,7 +275,7 @@ def run(io: IO) -> Out:
     return out
 
 
-FILE_OPS = ("create", "stat", "read", "delete")  # loops.c's op numbers, in order
+FILE_OPS = ("create", "stat", "read", "delete", "mdtest-read")  # loops.c's op numbers, in order
 
 
 class WrongSize(Exception):
@@ -297,7 +297,8 @@ class FileLoop:
     one read of file_size + 1 bytes (it must find file_size), close; with `expect` (what the create's `data` was)
     its bytes are checked after the file's time too, as mdtest -X does, word by word (`timestamp`: (hi, low) of a
     timestamp packet, whose words are made as IOR's check makes them) (`bad` files, the lowest `first_bad`, the
-    checks' `check_ns`). delete: unlink."""
+    checks' `check_ns`). delete: unlink. mdtest-read: a read as mdtest calls it (io500's mdtest-hard-read), opened
+    O_RDWR and seeked to 0 first."""
 
     def __init__(
         self, op: str, folder: str, name: str, count: int, dirs: int = 1, file_size: int = 0, data: bytes = b"",
@@ -321,7 +322,7 @@ class FileLoop:
             op=FILE_OPS.index(op),
             stamp=stamp_base is not None and file_size >= 8,
             fsync_each=fsync_each,
-            verify=expect is not None and op == "read",
+            verify=expect is not None and op in ("read", "mdtest-read"),
             expect=ctypes.addressof(self._expect) if self._expect else None,
             hi=timestamp[0] if timestamp else 0,
             low=timestamp[1] if timestamp else 0,

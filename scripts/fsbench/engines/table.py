@@ -102,9 +102,10 @@ ENGINES = {
 # io500 7: ior-rnd4K-easy-read as IOR's -z -z draws it: 4 KiB at random blocks of the file, with replacement, until
 # the stonewall (up to io500's 10,000,000 a process), not each block once: on CephFS through ceph-fuse, whose open
 # drops the file's pages, each block once read at 0.10 of the io500 application (which re-reads blocks it cached).
-# io500 8: mdtest's files at mdtest's depth (test-dir.0-0/mdtest_tree.<rank>.0, test-dir.0-0/mdtest_tree.0): every
-# call on a file resolves its path, and two folders fewer made fsbench's mdtest-hard-read 1.13-1.21 x mdtest's on a
-# RAM ext4, two more 0.84-0.87 x its own (benchmarks/io500_causes.py, docs/bench-peers.md).
+# io500 8: mdtest's files at mdtest's depth (test-dir.0-0/mdtest_tree.<rank>.0, test-dir.0-0/mdtest_tree.0), and
+# mdtest-hard-read's calls as mdtest's (open O_RDWR, lseek, read): every call on a file resolves its path, and on
+# CephFS an open for writing asks the MDS for write caps. On a RAM ext4 two folders more cost 2-6 %, the O_RDWR
+# open and lseek ~7 % (benchmarks/io500_causes.py, docs/bench-peers.md).
 METADATA_METHOD = 4
 IO500_METHOD = 8
 
@@ -168,7 +169,8 @@ METHOD_HISTORY = {
         5: "as the io500 application measures: no cache drop unless drop-caches, data checks, io500's read-from rank",
         6: "the ior transfers in C, IOR's timestamp words and IOR's check of every word read (ior -R, mdtest -X)",
         7: "ior-rnd4K-easy-read at random 4 KiB blocks drawn with replacement until the stonewall, as IOR -z -z",
-        8: "mdtest's files at mdtest's depth: test-dir.0-0/mdtest_tree.<rank>.0 and test-dir.0-0/mdtest_tree.0",
+        8: "mdtest's files at mdtest's depth (test-dir.0-0/mdtest_tree.<rank>.0, test-dir.0-0/mdtest_tree.0); "
+        "mdtest-hard-read opens O_RDWR and seeks, as mdtest's read",
     },
 }
 

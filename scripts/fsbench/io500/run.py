@@ -231,7 +231,7 @@ def _ops(spec: dict, phase: str, root: Path, rank: int, nprocs: int, items: int)
     data = ph.packet(packet, whose, size)
     # each mdtest-hard file's first 8 bytes are its writer's stamp and its number: what -X checks
     files = FileLoop(
-        p.op.replace("write", "create"), folder, name, count=0, file_size=size, data=data,
+        {"write": "create", "read": "mdtest-read"}.get(p.op, p.op), folder, name, count=0, file_size=size, data=data,
         stamp_base=ph.file_stamp(whose, 0) if size else None, expect=data if p.verify and size else None,
         timestamp=ph.timestamp_words(whose) if packet == "timestamp" else None,
     )  # fmt: skip
