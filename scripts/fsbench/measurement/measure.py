@@ -19,7 +19,7 @@ from fsbench.engines.job import Job
 from fsbench.measurement import provenance
 from fsbench.measurement.cell_job import job_for, verified
 from fsbench.measurement.cold import make_cold
-from fsbench.measurement.identity import check_identity, head, ready_for_io
+from fsbench.measurement.identity import check_identity, identify, ready_for_io
 from fsbench.measurement.judgement import series_flags, series_of
 from fsbench.measurement.record import measurement_record, row_of
 from fsbench.storage import cache, client_cache, devices, telemetry
@@ -111,19 +111,7 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
                 f"ran out of space writing {need} bytes to {cell.target} ({free} bytes were free): {e}"
             ) from None
         raise
-    identity = []
-    for stream in job.streams:
-        st = os.stat(stream.path)
-        identity.append(
-            {
-                "path": stream.path,
-                "offset": stream.offset,
-                "st_dev": st.st_dev,
-                "st_ino": st.st_ino,
-                "size": st.st_size,
-                "head_sha256": head(stream),
-            }
-        )
+    identity = identify(job)
     record = measurement_record(cell, "write", result, target, identity=identity, **signed)
     if cell.pattern in MIXED:  # the layout of a mix, not a measurement: the read step's mix gives its rows
         record |= {"rows": [], "layout": True}

@@ -1,0 +1,63 @@
+"""The read's identity check (fsbench.measurement.identity): the data read is what its write made, also in a
+file whose other slots another host writes after this host's write ended (an all-hosts shared-file cell)."""
+
+import os
+
+import pytest
+
+from fsbench.engines.job import Job, Stream
+from fsbench.measurement.identity import check_identity, identify
+from fsbench.storage.devices import DeviceError
+
+BS = 64 * 1024
+
+
+def write_blocks(path, blocks):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for k in blocks:
+            os.pwrite(fd, os.urandom(BS), k * BS)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def test_another_hosts_later_writes_to_a_shared_file_do_not_fail_this_hosts_read(tmp_path):
+    """Host 2 (slot 1 of 2) ends its write, blocks 1 and 3, before host 1 has written its blocks 0 and 2 (the
+    file's first bytes) or the file has its final size: host 2's read must still find its own data."""
+    path = str(tmp_path / "shared.dat")
+    mine = Stream(path, 0, False, 1)
+    write_blocks(path, [1])
+    ident = identify(Job((mine,), 2 * BS, BS, slots=2))
+    write_blocks(path, [0, 2, 3])  # host 1's blocks, and so a larger file; then host 2's last block, unchanged:
+    check_identity(mine, ident[0])
+    assert ident[0]["size"] is None and ident[0]["head_offset"] == BS
+
+    write_blocks(path, [1])  # this host's own first block overwritten: not its write's data any more
+    with pytest.raises(DeviceError, match="its first bytes are not the ones written"):
+        check_identity(mine, ident[0])
+
+
+def test_a_file_of_its_own_is_checked_by_inode_size_and_first_bytes(tmp_path):
+    path = str(tmp_path / "own.dat")
+    write_blocks(path, [0, 1])
+    stream = Stream(path)
+    ident = identify(Job((stream,), 2 * BS, BS))[0]
+    assert (ident["size"], ident["head_offset"], ident["head_bytes"]) == (2 * BS, 0, 4096)
+    check_identity(stream, ident)
+    write_blocks(path, [2])
+    with pytest.raises(DeviceError, match="its inode or size changed"):
+        check_identity(stream, ident)
+    os.unlink(path)
+    with pytest.raises(DeviceError, match="it is gone"):
+        check_identity(stream, ident)
+
+
+def test_a_record_made_before_the_head_moved_to_the_streams_block_is_still_read(tmp_path):
+    """A finished write's record (no head_offset: the hash of the data's first 4 KiB) still lets its read run."""
+    path = str(tmp_path / "old.dat")
+    write_blocks(path, [0])
+    stream = Stream(path)
+    ident = identify(Job((stream,), BS, BS))[0]
+    old = {k: v for k, v in ident.items() if k not in ("head_offset", "head_bytes")}
+    check_identity(stream, old)
