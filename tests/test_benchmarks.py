@@ -42,12 +42,19 @@ def test_bench_dag_runs_and_its_job_formula_matches_the_dry_runs():
 
 @needs_root
 def test_bench_engines_runs():
+    zram_before = sorted(Path("/sys/block").glob("zram*"))
     out = smoke("engines", 600)
     assert "| randwrite, 4KiB, QD32 (fio io_uring) |" in out
     woken = out.split("## 4 KiB QD1 beside a process that wakes every 10 ms")[1].split("## The campaign path")[0]
     assert "| randread, 4KiB, QD1 (fio psync) |" in woken and "| randwrite, 4KiB, QD1 (fio psync) |" in woken
     checked = out.split("## io.verify: what checking costs")[1]
     assert "| write, 64KiB, sequential, QD1 |" in checked and "| read, 4KiB, random, QD32 |" in checked
+    if Path("/sys/class/zram-control/hot_add").exists():  # the same rows on a zram device of its own, removed after
+        on_zram = checked.split("## io.verify on a device that copies on the reading CPU (zram)")[1]
+        assert "| read, 1MiB, sequential, QD1 |" in on_zram and "| read, 4KiB, random, QD32 |" in on_zram
+        assert sorted(Path("/sys/block").glob("zram*")) == zram_before
+    else:
+        assert "This kernel has no zram" in checked
     left = subprocess.run(["pgrep", "-f", "time.sleep\\(0.01\\)"], capture_output=True, text=True).stdout
     assert not left, f"bench-engines left its waking process: {left}"
 
