@@ -468,9 +468,9 @@ def render_verify(figures: dict, zram: dict | None) -> str:
         + _verify_table(
             "## io.verify on a device that copies on the reading CPU (zram)",
             zram,
-            f"The same rows on a {format_size(2 * SIZE)} zram device the benchmark makes (`hot_add`) and removes, written "
-            "once in full first: zram copies each block in the call, on the CPU that asks (random data: stored as is), "
-            "where the loop device's worker copies it on the other CPU.",
+            f"The same rows on a {format_size(2 * SIZE)} zram device the benchmark makes (`hot_add`) and removes, "
+            "written once in full first: zram copies each block in the call, on the CPU that asks (random data: "
+            "stored as is), where the loop device's worker copies it on the other CPU.",
         )
     )
 

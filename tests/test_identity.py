@@ -2,6 +2,7 @@
 file whose other slots another host writes after this host's write ended (an all-hosts shared-file cell)."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,47 @@ def test_a_record_made_before_the_head_moved_to_the_streams_block_is_still_read(
     ident = identify(Job((stream,), BS, BS))[0]
     old = {k: v for k, v in ident.items() if k not in ("head_offset", "head_bytes")}
     check_identity(stream, old)
+
+
+def test_a_host_is_ready_at_its_start_line_only_once_its_setup_is_done(scratch, tmp_path):
+    """An all-hosts part waits at its start line (measure_write's and measure_read's `ready`) after what it does
+    before its timed region, so that no host's setup (a sync of the whole machine, a cache drop) delays its start
+    after the others': at the write's, the cell's old file is gone; at the read's, the data is out of the page
+    cache and nothing of it has been read yet."""
+    from fsbench.campaign.cells import CellSpec
+    from fsbench.campaign.config import validate
+    from fsbench.campaign.plan import Plan
+    from fsbench.measurement.measure import measure_read, measure_write
+    from fsbench.storage import arrays, cache
+
+    data = scratch / "data"
+    data.mkdir()
+    config = validate(
+        {
+            "campaign": "ready",
+            "scratch": str(scratch / "s"),
+            "arrays": {"p": {"kind": "path", "path": str(data)}},
+            "io": {"size": "4MiB", "block_sizes": ["1MiB"], "repeats": 1, "direct": [False], "cache": "fadvise"},
+        }
+    )
+    plan = Plan(config)
+    cell = CellSpec.from_params(plan.cell_spec("local", "p", "path", plan.tests[0], 1))
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    state = arrays.data_folder(arrays.attach(config["arrays"]["p"], workdir, "p"), workdir, None, "arrays.p")
+    target = arrays.Target(state)
+    seen = {}
+
+    def at_write_start():
+        seen["files then"] = sorted(p.name for p in Path(state.path).iterdir())
+
+    written = measure_write(target, cell, workdir, ready=at_write_start)
+    path = written["identity"][0]["path"]
+    assert seen["files then"] == [] and os.path.getsize(path) == 4 * 2**20
+
+    def at_read_start():
+        seen["cached then"] = cache.resident_fraction(path, 4 * 2**20, 0)
+
+    assert cache.resident_fraction(path, 4 * 2**20, 0) > 0  # a buffered write leaves its pages in the cache
+    read = measure_read(written, cell, workdir, ready=at_read_start)
+    assert seen["cached then"] == 0 and read["row"]["bytes"] == 4 * 2**20

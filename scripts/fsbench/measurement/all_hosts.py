@@ -64,8 +64,8 @@ def _share(cell: CellSpec, hosts: list[str], op: str, scratch: str) -> dict:
 
 
 def part(cell: CellSpec, op: str, start_line: str, scratch: str, record_dir: str) -> dict:
-    """One host's share of one op, run on that host: set up, wait at the start line (the launcher's port) for
-    every other host, measure, keep the record."""
+    """One host's share of one op, run on that host: set up (its files made empty and synced, or its cache
+    dropped), wait at the start line (the launcher's port) for every other host, measure, keep the record."""
     host = short_hostname()
     workdir = part_workdir(scratch, cell.campaign, cell.array, host)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -74,17 +74,17 @@ def part(cell: CellSpec, op: str, start_line: str, scratch: str, record_dir: str
     if cell.shared_by_hosts:
         state = replace(state, path=cell.shared_dir)
         cell = replace(cell, slot_base=cell.hosts.index(host) * cell.streams)
-    barrier.wait(start_line)
+    go = lambda: barrier.wait(start_line)  # noqa: E731 (after the host's setup, its sync and cache drop)
     if op == "write":
-        record = measure_write(arrays.Target(state), cell, workdir)
+        record = measure_write(arrays.Target(state), cell, workdir, ready=go)
     elif cell.read_from == "other":  # IOR -C: host i reads what host i+1 wrote, from its own client
         other = cell.hosts[(cell.hosts.index(host) + 1) % len(cell.hosts)]
         if cell.shared_by_hosts:
             cell = replace(cell, slot_base=cell.hosts.index(other) * cell.streams)
         written = read_json(Path(record_dir) / f"{other}-write.json")
-        record = measure_read(written, cell, workdir, other_host=other if other != host else None)
+        record = measure_read(written, cell, workdir, other_host=other if other != host else None, ready=go)
     else:
-        record = measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir)
+        record = measure_read(read_json(Path(record_dir) / f"{host}-write.json"), cell, workdir, ready=go)
     record["row"]["host"] = f"{host}@{cell.host}"
     write_json(Path(record_dir) / f"{host}-{op}.json", record)
     if op == "read":

@@ -10,6 +10,7 @@ import errno
 import os
 import secrets
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -82,8 +83,9 @@ def free_bytes(path) -> int:
     return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
 
 
-def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
-    """Write the cell's data (timing the flush too) and record how to recognise it again."""
+def measure_write(target: Target, cell: CellSpec, workdir, ready: Callable[[], None] = lambda: None) -> dict:
+    """Write the cell's data (timing the flush too) and record how to recognise it again. `ready` is called once
+    everything but the write is done (an all-hosts part's start line: no host's setup delays another's start)."""
     ready_for_io(target, cell, workdir)
     job, signed = verified(job_for(target, cell, workdir, "write"), cell)
     files = list(dict.fromkeys(s.path for s in job.streams if not s.device))
@@ -99,6 +101,7 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
             f"not enough space on {cell.target}: the write needs {need} bytes, {free} bytes are free "
             f"at {where}; make more room or io.size smaller"
         )
+    ready()
     try:
         with telemetry.measured("write", _members(target)) as found:
             result = table.run(cell.engine, "write", job) | {"expected_bytes": job.expected_bytes("write")}
@@ -118,9 +121,12 @@ def measure_write(target: Target, cell: CellSpec, workdir) -> dict:
     return record
 
 
-def measure_read(write_record: dict, cell: CellSpec, workdir, other_host: str | None = None) -> dict:
+def measure_read(
+    write_record: dict, cell: CellSpec, workdir, other_host: str | None = None, ready: Callable[[], None] = lambda: None
+) -> dict:
     """Read back exactly what the write made, from a cache emptied and then measured. With io.read_from other:
-    on one host stream i reads what stream i+1 wrote; an all-hosts part reads `other_host`'s write record."""
+    on one host stream i reads what stream i+1 wrote; an all-hosts part reads `other_host`'s write record.
+    `ready` is called once the cache is cold and measured, just before the read (as measure_write's)."""
     target = Target.from_record(write_record["setup"])
     ready_for_io(target, cell, workdir)
     job = job_for(target, cell, workdir, "read", [s["bytes"] for s in write_record["streams"]])
@@ -140,6 +146,7 @@ def measure_read(write_record: dict, cell: CellSpec, workdir, other_host: str | 
     cached = [cache.resident_fraction(s.path, job.size * job.slots, s.offset) for s in job.streams]
     # a client's own cache (ceph-fuse's), which neither the drop nor mincore reaches
     client = client_cache.state(target.array.fs_type, job.streams[0].path) if cell.target == "path" else None
+    ready()
     if cell.pattern in MIXED:
         return _client_cached(_measure_mix(job, cell, target, how, cached), client, other_host is None)
     with telemetry.measured("read", _members(target)) as found:
