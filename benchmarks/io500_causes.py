@@ -13,13 +13,27 @@ mdtest. Prints each variant over fsbench and over mdtest (medians of the rounds,
     sudo .venv/bin/python benchmarks/io500_causes.py [ROUNDS [TIMES]]
         (6 rounds by default; TIMES multiplies bench-peers' mdtest-easy and mdtest-hard n, 1 by default;
          root: a loop device, a mount)
+
+`per-file [ROUNDS]`: what one file of mdtest-hard-read costs each side, away from the phase around it. mdtest
+makes FEW + MANY files as io500's mdtest-hard-write (one process, -Y); then in each round, the order alternated,
+mdtest reads the first FEW and all of them as io500's mdtest-hard-read (-E -X), and fsbench's file loop does the
+same calls (loops.c "mdtest-read", checking every word; the files hold mdtest's pattern, so every
+check finds a difference, at the same cost) in a process of its own, pinned as the io500 processes are. Per
+file, from the difference of the two counts (start-up and warm-up cancel): the wall time, and the user and
+system CPU of the whole process tree (mpirun's too). mdtest twice: under mpirun, and alone (MPI's singleton)
+pinned to the CPU fsbench's loop runs on, without mpirun's processes.
+
+    sudo .venv/bin/python benchmarks/io500_causes.py per-file [ROUNDS]   (6 rounds by default)
 """
 
 import contextlib
 import copy
 import importlib.util
+import os
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -112,5 +126,82 @@ def main(rounds: int, times: int) -> None:
     print("(kIOPS, medians of the rounds; ratios: median (range) of the rounds' ratios)")
 
 
+FEW, MANY = 10_000, 90_000
+CPU = 1  # the CPU fsbench's loop and the pinned mdtest run on (io500's process 1 is bound to it on 2 CPUs)
+# one process's mdtest-hard-read as fsbench's io500 processes run it: the C file loop, pinned, its wall time
+LOOP = """
+import os, sys, time
+from fsbench.engines.loops import FileLoop
+n, folder, cpu = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+os.sched_setaffinity(0, {cpu})
+files = FileLoop("mdtest-read", folder, "file.mdtest.0.{i}", count=n, file_size=3901, expect=bytes(3901))
+t0 = time.perf_counter()
+files.run()
+print(time.perf_counter() - t0)
+"""
+
+
+def timed(argv: list[str]) -> tuple[str, float, float]:
+    """(stdout, user s, system s) of `argv` and every process it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = os.environ | bench.peers.MPI_ENV | {"PYTHONPATH": str(REPO / "scripts")}
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return out, after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+
+
+def per_file(rounds: int) -> None:
+    bin_dir = bench.peers.build()
+    with bench.ext4_ram() as (root, what):
+        print(what, flush=True)
+        io5 = copy.deepcopy(bench.SCALES["ext4-ram"].io5)
+        io5["mdtest-hard"]["n"] = FEW + MANY
+        commands = bench.io500_peer_commands(root, io5)
+        mdtest = [str(bin_dir / "mdtest"), *commands["mdtest-hard-read"][1]]
+        n_at = mdtest.index("-n") + 1
+        subprocess.run(
+            [*bench.peers.mpirun(1), str(bin_dir / "mdtest"), *commands["mdtest-hard-write"][1]],
+            check=True, capture_output=True, env=os.environ | bench.peers.MPI_ENV,
+        )  # fmt: skip
+        folder = str(root / "mdt_hard" / "test-dir.0-0" / "mdtest_tree.0")
+
+        def run(side: str, n: int, launch=()) -> tuple[float, float, float]:
+            """(seconds, user s, system s) of `side` reading the first n files."""
+            if side == "fsbench":
+                out, user, system = timed([sys.executable, "-c", LOOP, str(n), folder, str(CPU)])
+                return float(out), user, system
+            argv = [*launch, *mdtest[:n_at], str(n), *mdtest[n_at + 1 :]]
+            out, user, system = timed(argv)
+            line = next(x for x in out.splitlines() if x.strip().startswith("File read"))
+            return n / float(line.split()[2]), user, system
+
+        launch = {
+            "mdtest under mpirun": bench.peers.mpirun(1),
+            f"mdtest alone on CPU {CPU}": ["taskset", "-c", str(CPU)],
+        }
+        sides = [*launch, "fsbench"]
+        got = {(side, n): [] for side in sides for n in (FEW, FEW + MANY)}
+        for rnd in range(rounds):
+            for n in (FEW, FEW + MANY):
+                for side in sides[rnd % 3 :] + sides[: rnd % 3]:
+                    got[(side, n)].append(run("fsbench" if side == "fsbench" else "mdtest", n, launch.get(side, ())))
+            print(f"round {rnd + 1} of {rounds}", flush=True)
+    print(f"\n| side | files/s, {FEW:,} files | files/s, {FEW + MANY:,} | per file, the {MANY:,} more: files/s |"
+          " user µs | system µs |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for side in sides:
+        few, many = got[(side, FEW)], got[(side, FEW + MANY)]
+        per = [[(b[k] - a[k]) / MANY for a, b in zip(few, many, strict=True)] for k in range(3)]
+        cells = [f"{statistics.median(FEW / a[0] for a in few):,.0f}"]
+        cells.append(f"{statistics.median((FEW + MANY) / b[0] for b in many):,.0f}")
+        cells.append(f"{1 / statistics.median(per[0]):,.0f}")
+        cells += [f"{statistics.median(x) * 1e6:.2f} ({min(x) * 1e6:.2f}–{max(x) * 1e6:.2f})" for x in per[1:]]
+        print(f"| {side} | " + " | ".join(cells) + " |")
+    print(f"(medians of {rounds} rounds, turns rotating; CPU: the process tree's, mpirun's too)")
+
+
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:3]), *(6, 1)[len(sys.argv[1:3]) :])
+    if sys.argv[1:2] == ["per-file"]:
+        per_file(*(int(a) for a in sys.argv[2:3]), *(6,)[len(sys.argv[2:3]) :])
+    else:
+        main(*(int(a) for a in sys.argv[1:3]), *(6, 1)[len(sys.argv[1:3]) :])
