@@ -36,7 +36,8 @@ release: setup
 # fsbench's python engine against fio's own reported figures (bw, IOPS at QD1 and QD32), paired in 5 rounds on a
 # RAM-backed loop device (2 GiB in /dev/shm, root), with the CPU each spends; called directly, and through a
 # campaign's write and read steps (each in a process of its own); io.verify's cost there and on a zram device of
-# its own, where the kernel has zram (~14 min); prints the tables and keeps them in docs/bench-engines.md. SMOKE=1 make bench-engines: once, tiny, nothing kept.
+# its own, where the kernel has zram (~14 min); prints the tables and keeps them in docs/bench-engines.md.
+# SMOKE=1 make bench-engines: once, tiny, nothing kept.
 bench-engines: setup
 	.venv/bin/python benchmarks/engines.py
 
