@@ -100,7 +100,7 @@ def check_identity(stream: Stream, ident: dict, other_client: bool = False) -> N
         problems.append("it is gone")
     else:
         st = os.stat(stream.path)
-        size = st.st_size if ident["size"] is not None else None  # None: a shared file (see measure_write)
+        size = st.st_size if ident["size"] is not None else None  # None: a file shared by hosts (see identify)
         if not stream.device and (st.st_dev if not other_client else None, st.st_ino, size) != (
             ident["st_dev"] if not other_client else None,
             ident["st_ino"],
