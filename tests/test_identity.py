@@ -24,19 +24,25 @@ def write_blocks(path, blocks):
 
 
 def test_another_hosts_later_writes_to_a_shared_file_do_not_fail_this_hosts_read(tmp_path):
-    """Host 2 (slot 1 of 2) ends its write, blocks 1 and 3, before host 1 has written its blocks 0 and 2 (the
-    file's first bytes) or the file has its final size: host 2's read must still find its own data."""
-    path = str(tmp_path / "shared.dat")
-    mine = Stream(path, 0, False, 1)
-    write_blocks(path, [1])
-    ident = identify(Job((mine,), 2 * BS, BS, slots=2))
-    write_blocks(path, [0, 2, 3])  # host 1's blocks, and so a larger file; then host 2's last block, unchanged:
-    check_identity(mine, ident[0])
-    assert ident[0]["size"] is None and ident[0]["head_offset"] == BS
+    """Two hosts share a file (slot 0 of 2 moves blocks 0 and 2, slot 1 blocks 1 and 3), each host's identity
+    taken when its own write ends: the other host may write the file's first block, or make the file longer,
+    after that. Neither is a reason to refuse the read; this host's own data overwritten is."""
+    first, second = (Stream(str(tmp_path / "a.dat"), 0, False, slot) for slot in (0, 1))
+    write_blocks(first.path, [1, 3])  # slot 1's host is done before slot 0's has written the file's first block
+    ident = identify(Job((second,), 2 * BS, BS, slots=2))[0]
+    write_blocks(first.path, [0, 2])
+    check_identity(second, ident)
+    assert ident["size"] is None and (ident["head_offset"], ident["head_bytes"]) == (BS, 4096)
 
-    write_blocks(path, [1])  # this host's own first block overwritten: not its write's data any more
+    grown = Stream(str(tmp_path / "b.dat"), 0, False, 0)
+    write_blocks(grown.path, [0, 2])  # slot 0's host is done first: the file is 3 blocks long, then 4
+    ident_grown = identify(Job((grown,), 2 * BS, BS, slots=2))[0]
+    write_blocks(grown.path, [1, 3])
+    check_identity(grown, ident_grown)
+
+    write_blocks(first.path, [1])  # slot 1's own first block overwritten: not its write's data any more
     with pytest.raises(DeviceError, match="its first bytes are not the ones written"):
-        check_identity(mine, ident[0])
+        check_identity(second, ident)
 
 
 def test_a_file_of_its_own_is_checked_by_inode_size_and_first_bytes(tmp_path):
