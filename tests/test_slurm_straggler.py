@@ -85,7 +85,9 @@ def test_a_throttled_host_is_a_straggler_with_first_and_last_done_and_the_stonew
         took = {h: rows[h]["seconds"] for h in (HERE, OTHER)}
         assert hosts["first_done_s"] == pytest.approx(took[HERE], abs=0.25), (op, took, hosts)
         assert theirs["last_done_s"] == pytest.approx(took[OTHER], abs=0.25), (op, took, hosts)
-        assert took == pytest.approx({HERE: SIZE / FAST, OTHER: SIZE / SLOW}, rel=0.1), op
+        # the throttle's own precision: the kernel's blk-throttle may let a group run up to a slice (~0.1 s) ahead
+        # when it starts after idling (CI: the fast host's 48 MiB in 0.90 s, not 1.05)
+        assert took == pytest.approx({HERE: SIZE / FAST, OTHER: SIZE / SLOW}, abs=0.2), op
         assert hosts["tail_s"] == pytest.approx(took[OTHER] - took[HERE], abs=0.25), (op, took, hosts)
         # When the fast host finished, the slow one had moved its own series' rate × the time it had run by then
         mine_start, their_start = series[HERE]["start"], series[OTHER]["start"]
