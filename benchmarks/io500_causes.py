@@ -172,7 +172,7 @@ def per_file(rounds: int) -> None:
                 return float(out), user, system
             argv = [*launch, *mdtest[:n_at], str(n), *mdtest[n_at + 1 :]]
             out, user, system = timed(argv)
-            line = next(x for x in out.splitlines() if x.strip().startswith("File read"))
+            line = next(x for x in out.splitlines() if x.strip().startswith(bench.MD_PHASE_LINE["read"]))
             return n / float(line.split()[2]), user, system
 
         launch = {

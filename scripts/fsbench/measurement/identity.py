@@ -75,7 +75,7 @@ def identify(job: Job) -> list[dict]:
     identity = []
     for stream in job.streams:
         st = os.stat(stream.path)
-        at, size = head_region(stream, job.block_size, job.slots)
+        at, length = head_region(stream, job.block_size, job.slots)
         identity.append(
             {
                 "path": stream.path,
@@ -85,8 +85,8 @@ def identify(job: Job) -> list[dict]:
                 # a file shared with other hosts' streams grows until the last host's write ends: not known here
                 "size": st.st_size if job.slots in (1, len(job.streams)) else None,
                 "head_offset": at,
-                "head_bytes": size,
-                "head_sha256": head(stream.path, at, size),
+                "head_bytes": length,
+                "head_sha256": head(stream.path, at, length),
             }
         )
     return identity
@@ -108,8 +108,8 @@ def check_identity(stream: Stream, ident: dict, other_client: bool = False) -> N
         ):
             problems.append("its inode or size changed")
         # records before the head moved to the stream's own block (head_offset) hashed the data's first bytes
-        at, size = ident.get("head_offset", stream.offset), ident.get("head_bytes", IDENTITY_BYTES)
-        if head(stream.path, at, size) != ident["head_sha256"]:
+        at, length = ident.get("head_offset", stream.offset), ident.get("head_bytes", IDENTITY_BYTES)
+        if head(stream.path, at, length) != ident["head_sha256"]:
             problems.append("its first bytes are not the ones written")
     if problems:
         raise devices.DeviceError(
