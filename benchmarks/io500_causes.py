@@ -24,6 +24,19 @@ system CPU of the whole process tree (mpirun's too). mdtest twice: under mpirun,
 pinned to the CPU fsbench's loop runs on, without mpirun's processes.
 
     sudo .venv/bin/python benchmarks/io500_causes.py per-file [ROUNDS]   (6 rounds by default)
+
+`per-transfer [ROUNDS]`: the same for one transfer of ior-rnd4K-easy-read (4 KiB at random blocks of ior-easy's
+file, from the page cache) and of ior-hard-write (47,008 bytes into the shared file, its fsync at the end): IOR as
+io500 runs it for one process, under mpirun and alone, against fsbench's transfer loop (loops.c fsb_ior), and for
+the read also fsbench's loop built to do per transfer what IOR does (lseek, then read; two clock reads).
+
+    sudo .venv/bin/python benchmarks/io500_causes.py per-transfer [ROUNDS]   (6 rounds by default)
+
+`find STORAGE [ROUNDS]`: IO500's find on bench-peers' STORAGE (ext4-ram, cephfs, glusterfs) at its sizes, by
+fsbench, by fsbench stating each name found by its whole path as pfind does, by pfind as io500 runs it (bench-peers'
+2 processes) and by pfind in one process.
+
+    sudo .venv/bin/python benchmarks/io500_causes.py find STORAGE [ROUNDS]   (6 rounds by default)
 """
 
 import contextlib
@@ -200,8 +213,189 @@ def per_file(rounds: int) -> None:
     print(f"(medians of {rounds} rounds, turns rotating; CPU: the process tree's, mpirun's too)")
 
 
+# one process's ior phase as fsbench's io500 processes run it: the C transfer loop, pinned, a stonewall far off
+# (its clock read each transfer, as in the phase), from open to close (the write's fsync too, as IOR -e)
+IOR_LOOP = """
+import os, sys, time
+from pathlib import Path
+from fsbench.engines import loops
+from fsbench.engines.loops import IorLoop
+from fsbench.io500 import phases as ph
+phase, n, path, cpu = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+if sys.argv[5:]:
+    loops.SOURCE = Path(sys.argv[5])  # a variant of the loop
+os.sched_setaffinity(0, {cpu})
+t0 = time.perf_counter()
+if phase == "ior-hard-write":
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    size = ph.IOR_HARD_TRANSFER
+    loop = IorLoop(fd, True, 0, ph.packet("timestamp", 0, size), 0, size, timestamp=ph.timestamp_words(0))
+else:
+    fd = os.open(path, os.O_RDONLY)
+    loop = IorLoop(fd, False, 0, bytes(ph.RND4K_BYTES), blocks=os.fstat(fd).st_size // ph.RND4K_BYTES, seed=0)
+done = loop.run(0, n, time.monotonic_ns() + 300 * 10**9)
+if phase == "ior-hard-write":
+    os.fsync(fd)
+os.close(fd)
+print(time.perf_counter() - t0, done)
+"""
+# fsbench's ior read made to do per transfer what IOR does (aiori-POSIX.c's lseek64, then read; ior.c's two
+# GetTimeStamp, gettimeofday: one before the call, one for the stonewall, where fsbench reads its clock once)
+PREAD = "n = pread(p->fd, p->buf, p->transfer, off);"
+AS_IOR = (
+    "n = (gettimeofday(&(struct timeval){0}, NULL), lseek(p->fd, off, SEEK_SET) < 0 ? -1"
+    " : read(p->fd, p->buf, p->transfer));"
+)
+# the transfers of the fewer and the more run of each phase; the more: ~1 s on bench-peers' RAM ext4
+TRANSFERS = {"ior-rnd4K-easy-read": (50_000, 450_000), "ior-hard-write": (2_000, 18_000)}
+
+
+def per_transfer(rounds: int) -> None:
+    """What one transfer of ior-rnd4K-easy-read and of ior-hard-write costs each side, as per_file does for a file:
+    IOR's arguments as io500 passes them for one process (rnd4K: -z -z, -D with its wear-out, a stonewall far
+    off so that -s ends it), IOR's own time of the phase (its total(s): open to close)."""
+    bin_dir = bench.peers.build()
+    text = loops.SOURCE.read_text()
+    assert text.count(PREAD) == 1, "loops.c's ior read is no longer where this script changes it"
+    with tempfile.TemporaryDirectory(prefix="fsbench-io500-causes-") as work, bench.ext4_ram() as (root, what):
+        print(what, flush=True)
+        variant = Path(work) / "loops.c"
+        variant.write_text(text.replace("#include <sys/stat.h>", "#include <sys/stat.h>\n#include <sys/time.h>", 1)
+                           .replace(PREAD, AS_IOR))  # fmt: skip
+        io5 = copy.deepcopy(bench.SCALES["ext4-ram"].io5)
+        commands = bench.io500_peer_commands(root, io5)
+        for folder in ("ior-easy", "ior-hard"):
+            (root / folder).mkdir()
+        subprocess.run(
+            [*bench.peers.mpirun(1), str(bin_dir / "ior"), *commands["ior-easy-write"][1]],
+            check=True, capture_output=True, env=os.environ | bench.peers.MPI_ENV,
+        )  # fmt: skip
+        easy = [a for a in commands["ior-easy-read"][1] if a != "-R"]  # io500 checks no rnd4K read
+        for opt in ("-t", "-b"):
+            easy[easy.index(opt) + 1] = str(4096)
+        ior = {
+            "ior-rnd4K-easy-read": [*easy, "-s", "{n}", "-D", "300", "-z", "-z", "-O", "stoneWallingWearOut=1"],
+            "ior-hard-write": commands["ior-hard-write"][1],
+        }
+        i = ior["ior-hard-write"].index("-s") + 1
+        ior["ior-hard-write"] = [*ior["ior-hard-write"][:i], "{n}", *ior["ior-hard-write"][i + 1 :]]
+        path = {
+            "ior-rnd4K-easy-read": root / "ior-easy" / "ior_file_easy.00000000",
+            "ior-hard-write": root / "ior-hard" / "file",
+        }
+
+        def run(side: str, phase: str, n: int, launch=()) -> tuple[float, float, float]:
+            """(seconds, user s, system s) of `side`'s `phase` of n transfers."""
+            if phase.endswith("write"):
+                path[phase].unlink(missing_ok=True)
+                os.sync()
+            if side in ("fsbench", "as IOR"):
+                more = [str(variant)] if side == "as IOR" else []
+                argv = [sys.executable, "-c", IOR_LOOP, phase, str(n), str(path[phase]), str(CPU), *more]
+                out, user, system = timed(argv)
+                seconds, done = out.split()
+                assert int(done) == n, f"fsbench's {phase} did {done} transfers of {n}"
+                return float(seconds), user, system
+            args = [a.replace("{n}", str(n)) for a in ior[phase]]
+            out, user, system = timed([*launch, str(bin_dir / "ior"), *args])
+            op = "write" if phase.endswith("write") else "read"
+            results = out.split("Summary of all tests:")[0].splitlines()
+            return float(next(f[9] for x in results if (f := x.split()) and f[0] == op)), user, system
+
+        launch = {
+            "IOR under mpirun": bench.peers.mpirun(1),
+            f"IOR alone on CPU {CPU}": ["taskset", "-c", str(CPU)],
+        }
+        sides = [*launch, "fsbench", "fsbench with IOR's calls"]
+        got = {(side, p, n): [] for side in sides for p, ns in TRANSFERS.items() for n in ns}
+        for rnd in range(rounds):
+            for p, ns in TRANSFERS.items():
+                for n in ns:
+                    for side in sides[rnd % 4 :] + sides[: rnd % 4]:
+                        if side.startswith("fsbench") and p.endswith("write"):
+                            if side != "fsbench":
+                                continue  # the variant changes reads only
+                        tool = {"fsbench": "fsbench", "fsbench with IOR's calls": "as IOR"}.get(side, "ior")
+                        got[(side, p, n)].append(run(tool, p, n, launch.get(side, ())))
+            print(f"round {rnd + 1} of {rounds}", flush=True)
+    for p, (few, many) in TRANSFERS.items():
+        more = many - few
+        print(f"\n{p}\n\n| side | transfers/s, {few:,} | transfers/s, {many:,} | per transfer, the {more:,} more: "
+              "transfers/s | user µs | system µs |")  # fmt: skip
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for side in (x for x in sides if got[(x, p, few)]):
+            a_runs, b_runs = got[(side, p, few)], got[(side, p, many)]
+            per = [[(b[k] - a[k]) / more for a, b in zip(a_runs, b_runs, strict=True)] for k in range(3)]
+            cells = [f"{statistics.median(few / a[0] for a in a_runs):,.0f}"]
+            cells.append(f"{statistics.median(many / b[0] for b in b_runs):,.0f}")
+            cells.append(f"{1 / statistics.median(per[0]):,.0f}")
+            cells += [f"{statistics.median(x) * 1e6:.2f} ({min(x) * 1e6:.2f}–{max(x) * 1e6:.2f})" for x in per[1:]]
+            print(f"| {side} | " + " | ".join(cells) + " |")
+    print(f"(medians of {rounds} rounds, turns rotating; CPU: the process tree's, mpirun's too)")
+
+
+# fsbench's find made to stat as pfind does (src/pfind.c find_do_lstat: lstat of the whole path, made by sprintf
+# from the start folder), where fsbench's fstatat names the file in the folder it has open
+FSTATAT = "if (!stated && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW)) {"
+AS_PFIND = (
+    'char whole[PATH_MAX]; snprintf(whole, sizeof whole, "%s/%s", path, e->d_name);\n'
+    "        if (!stated && lstat(whole, &st)) {"
+)
+FIND_TURNS = ["fsbench", "fsbench stating as pfind", "pfind", "pfind, one process"]
+
+
+def find(storage: str, rounds: int) -> None:
+    """What makes fsbench's find faster than pfind's on CephFS (1.55 in bench-peers' cephfs table): IO500's write
+    phases once by fsbench and by the peer at bench-peers' sizes for `storage`, then ROUNDS rounds of find by
+    fsbench, by fsbench stating each name found by its whole path as pfind does, by pfind (as io500 runs it) and
+    by pfind in one process, turns rotating."""
+    bin_dir = bench.peers.build()
+    text = loops.SOURCE.read_text()
+    assert text.count(FSTATAT) == 1, "loops.c's find stat is no longer where this script changes it"
+    io5 = copy.deepcopy(bench.SCALES[storage].io5)
+    got = {t: [] for t in FIND_TURNS}
+    ranks = bench.RANKS
+    with contextlib.ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fsbench-io500-causes-")))
+        variant = work / "loops.c"
+        variant.write_text(text.replace(FSTATAT, AS_PFIND))
+        root, what = stack.enter_context(bench.STORAGE[storage]())
+        print(what, flush=True)
+        phase = stack.enter_context(bench.io500_fsbench(root, io5))
+        d = stack.enter_context(bench.io500_peer_folder(root / "peer-io500"))
+        commands = bench.io500_peer_commands(d, io5)
+        for p in WRITES:
+            phase(p)
+            if p in commands:
+                bench.io500_peer_phase(bin_dir, d, p, io5)
+        for rnd in range(rounds):
+            for t in FIND_TURNS[rnd % 4 :] + FIND_TURNS[: rnd % 4]:
+                if t.startswith("pfind"):
+                    bench.RANKS = 1 if t == "pfind, one process" else ranks
+                    got[t].append(bench.io500_peer_phase(bin_dir, d, "find", io5))
+                    bench.RANKS = ranks
+                elif t == "fsbench":
+                    got[t].append(phase("find")["value"])
+                else:
+                    with loaded(variant):
+                        got[t].append(phase("find")["value"])
+            print(f"round {rnd + 1} of {rounds}: " + ", ".join(f"{t} {got[t][-1]:.1f}" for t in FIND_TURNS), flush=True)
+    print("\n| turn | kIOPS | /pfind | /fsbench |\n| --- | ---: | ---: | ---: |")
+    for t in FIND_TURNS:
+        cells = [f"{statistics.median(got[t]):.1f}"]
+        for base in ("pfind", "fsbench"):
+            r = [x / y for x, y in zip(got[t], got[base], strict=True)]
+            cells.append(f"{statistics.median(r):.2f} ({min(r):.2f}–{max(r):.2f})")
+        print(f"| {t} | " + " | ".join(cells) + " |")
+    print(f"(medians of {rounds} rounds, turns rotating; ratios: median (range) of the rounds' ratios)")
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["per-file"]:
+    if sys.argv[1:2] == ["find"]:
+        find(sys.argv[2], *(int(a) for a in sys.argv[3:4]), *(6,)[len(sys.argv[3:4]) :])
+    elif sys.argv[1:2] == ["per-file"]:
         per_file(*(int(a) for a in sys.argv[2:3]), *(6,)[len(sys.argv[2:3]) :])
+    elif sys.argv[1:2] == ["per-transfer"]:
+        per_transfer(*(int(a) for a in sys.argv[2:3]), *(6,)[len(sys.argv[2:3]) :])
     else:
         main(*(int(a) for a in sys.argv[1:3]), *(6, 1)[len(sys.argv[1:3]) :])
