@@ -10,9 +10,10 @@ mdtest-easy-stat, mdtest-hard-stat and mdtest-hard-read, each round every turn o
 fsbench deeper, fsbench opening O_RDONLY without the lseek as before method 8 (loops.c built so: reads only),
 mdtest. Prints each variant over fsbench and over mdtest (medians of the rounds, and ranges).
 
-    sudo .venv/bin/python benchmarks/io500_causes.py [ROUNDS [TIMES]]
+    sudo .venv/bin/python benchmarks/io500_causes.py [ROUNDS [TIMES [STORAGE]]]
         (6 rounds by default; TIMES multiplies bench-peers' mdtest-easy and mdtest-hard n, 1 by default;
-         root: a loop device, a mount)
+         STORAGE: bench-peers' ext4-ram (the default), cephfs or glusterfs, at its sizes; root: a loop device,
+         a mount)
 
 `per-file [ROUNDS]`: what one file of mdtest-hard-read costs each side, away from the phase around it. mdtest
 makes FEW + MANY files as io500's mdtest-hard-write (one process, -Y); then in each round, the order alternated,
@@ -85,8 +86,8 @@ def loaded(variant: Path):
         loops.SOURCE, loops._lib = source, lib
 
 
-def main(rounds: int, times: int) -> None:
-    io5, bin_dir = copy.deepcopy(bench.SCALES["ext4-ram"].io5), bench.peers.build()
+def main(rounds: int, times: int, storage: str = "ext4-ram") -> None:
+    io5, bin_dir = copy.deepcopy(bench.SCALES[storage].io5), bench.peers.build()
     for family in ("mdtest-easy", "mdtest-hard"):
         io5[family]["n"] *= times
     text = loops.SOURCE.read_text()
@@ -97,7 +98,7 @@ def main(rounds: int, times: int) -> None:
     got = {(p, t): [] for p in PHASES for t in TURNS}
     with contextlib.ExitStack() as stack:
         stack.callback(shutil.rmtree, work, ignore_errors=True)
-        root, what = stack.enter_context(bench.ext4_ram())
+        root, what = stack.enter_context(bench.STORAGE[storage]())
         print(what, "mdtest-easy n", io5["mdtest-easy"]["n"], "mdtest-hard n", io5["mdtest-hard"]["n"], flush=True)
         deep = root / "d1" / "d2"
         deep.mkdir(parents=True)
@@ -398,4 +399,4 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["per-transfer"]:
         per_transfer(*(int(a) for a in sys.argv[2:3]), *(6,)[len(sys.argv[2:3]) :])
     else:
-        main(*(int(a) for a in sys.argv[1:3]), *(6, 1)[len(sys.argv[1:3]) :])
+        main(*(int(a) for a in sys.argv[1:3]), *(6, 1)[len(sys.argv[1:3]) :], *sys.argv[3:4])

@@ -290,19 +290,21 @@ def peer_value(bin_dir: Path, tool: str, args: list[str], phase: str) -> float:
 
 
 @contextlib.contextmanager
-def io500_peer_folder(d: Path):
-    """A peer's data folder `d` (ior-easy, ior-hard made ahead, as io500.sh does) and pfind's timestamp file beside
-    it, made before the first phase as io500 makes its timestampfile; all removed after."""
-    shutil.rmtree(d, ignore_errors=True)
+def io500_peer_folder(top: Path):
+    """A peer's data folder, top/data (ior-easy, ior-hard made ahead, as io500.sh does), and pfind's timestamp file
+    beside it, made before the first phase as io500 makes its timestampfile; all removed after. One folder below
+    `top`, so that the peer's files lie as deep below the storage's root as fsbench's (io500_fsbench:
+    fsbench-io500/fsbench-peers-p-io500/) and the io500 application's (app_ini: <who>/data/): every call on a
+    file resolves its path, and on CephFS one folder more costs ~10 % of a stat (docs/bench-peers.md, session 19)."""
+    shutil.rmtree(top, ignore_errors=True)
+    d = top / "data"
     for sub in ("ior-easy", "ior-hard"):
         (d / sub).mkdir(parents=True)
-    stamp = Path(f"{d}-timestamp")
-    stamp.touch()
+    Path(f"{d}-timestamp").touch()
     try:
         yield d
     finally:
-        shutil.rmtree(d, ignore_errors=True)
-        stamp.unlink(missing_ok=True)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 @contextlib.contextmanager
