@@ -139,3 +139,23 @@ def test_a_run_of_some_storages_keeps_the_others_last_tables_dated(monkeypatch, 
     assert bench.carried(doc, "glusterfs")[2] == "Measured 2026-12-05 13:42 UTC. GlusterFS volume"
     assert bench.carried(doc, "glusterfs")[4:7] == table
     assert bench.carried(doc, "cephfs") == [] and bench.carried(tmp_path / "none.md", "ext4-ram") == []
+
+
+def test_the_peer_s_files_lie_as_deep_as_fsbench_s_and_the_io500_application_s(monkeypatch, tmp_path):
+    """Every call on a file resolves its path, and on CephFS a folder costs ~10 % of a stat (docs/bench-peers.md,
+    session 19): the by-hand peer's data folder is as many folders below the storage's root as fsbench's io500
+    folder and the io500 application's datadir."""
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("bench_peers", REPO / "benchmarks" / "peers.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    io5 = bench.io500_tunables("1MiB", 2, 2, 2)
+    with bench.io500_fsbench(tmp_path, io5) as phase:
+        phase("ior-easy-write")  # the first phase makes fsbench's io500 folder
+        (fsbench,) = tmp_path.glob("**/fsbench-*-io500")
+        with bench.io500_peer_folder(tmp_path / "peer-io500") as peer:
+            assert (peer / "ior-easy").is_dir() and Path(f"{peer}-timestamp").exists()
+            app = Path(re.search(r"^datadir = (.+)$", bench.app_ini(tmp_path / "peer", io5), re.M).group(1))
+            depths = [len(d.relative_to(tmp_path).parts) for d in (fsbench, peer, app)]
+            assert depths == [depths[0]] * 3, dict(zip(("fsbench", "peer", "app"), depths, strict=True))
+    assert not (tmp_path / "peer-io500").exists()
