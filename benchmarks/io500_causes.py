@@ -60,7 +60,6 @@ spec.loader.exec_module(bench)
 from fsbench.engines import loops  # noqa: E402 (after bench_peers put the package on the path)
 
 PHASES = ["mdtest-easy-stat", "mdtest-hard-stat", "mdtest-hard-read"]
-WRITES = ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write", "mdtest-hard-write"]
 TURNS = ["fsbench", "deeper", "rdonly", "mdtest"]
 PAIRS = [
     ("fsbench", "mdtest"),
@@ -107,11 +106,7 @@ def main(rounds: int, times: int, storage: str = "ext4-ram") -> None:
             bench.io500_fsbench(deep, io5) as deep_phase,
             bench.io500_peer_folder(root / "peer-io500") as d,
         ):
-            commands = bench.io500_peer_commands(d, io5)
-            for p in WRITES:
-                phase(p), deep_phase(p)
-                if p in commands:
-                    bench.io500_peer_phase(bin_dir, d, p, io5)
+            bench.io500_writes(bin_dir, d, io5, phase, deep_phase)
             for rnd in range(rounds):
                 turns = TURNS[rnd % len(TURNS) :] + TURNS[: rnd % len(TURNS)]
                 for p in PHASES:
@@ -200,18 +195,26 @@ def per_file(rounds: int) -> None:
                 for side in sides[rnd % 3 :] + sides[: rnd % 3]:
                     got[(side, n)].append(run("fsbench" if side == "fsbench" else "mdtest", n, launch.get(side, ())))
             print(f"round {rnd + 1} of {rounds}", flush=True)
-    print(f"\n| side | files/s, {FEW:,} files | files/s, {FEW + MANY:,} | per file, the {MANY:,} more: files/s |"
-          " user µs | system µs |")  # fmt: skip
+    print()
+    per_item_table("file", FEW, FEW + MANY, {side: (got[(side, FEW)], got[(side, FEW + MANY)]) for side in sides})
+    print(f"(medians of {rounds} rounds, turns rotating; CPU: the process tree's, mpirun's too)")
+
+
+def per_item_table(item: str, few: int, many: int, runs: dict) -> None:
+    """The table of what one more item costs each side: `runs` {side: (runs of `few` items, runs of `many`)}, each
+    run (seconds, user s, system s); per item from the difference of the two counts, so that start-up and
+    warm-up cancel."""
+    more = many - few
+    print(f"| side | {item}s/s, {few:,} | {item}s/s, {many:,} | per {item}, the {more:,} more: {item}s/s | user µs |"
+          " system µs |")  # fmt: skip
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for side in sides:
-        few, many = got[(side, FEW)], got[(side, FEW + MANY)]
-        per = [[(b[k] - a[k]) / MANY for a, b in zip(few, many, strict=True)] for k in range(3)]
-        cells = [f"{statistics.median(FEW / a[0] for a in few):,.0f}"]
-        cells.append(f"{statistics.median((FEW + MANY) / b[0] for b in many):,.0f}")
+    for side, (a_runs, b_runs) in runs.items():
+        per = [[(b[k] - a[k]) / more for a, b in zip(a_runs, b_runs, strict=True)] for k in range(3)]
+        cells = [f"{statistics.median(few / a[0] for a in a_runs):,.0f}"]
+        cells.append(f"{statistics.median(many / b[0] for b in b_runs):,.0f}")
         cells.append(f"{1 / statistics.median(per[0]):,.0f}")
         cells += [f"{statistics.median(x) * 1e6:.2f} ({min(x) * 1e6:.2f}–{max(x) * 1e6:.2f})" for x in per[1:]]
         print(f"| {side} | " + " | ".join(cells) + " |")
-    print(f"(medians of {rounds} rounds, turns rotating; CPU: the process tree's, mpirun's too)")
 
 
 # one process's ior phase as fsbench's io500 processes run it: the C transfer loop, pinned, a stonewall far off
@@ -319,18 +322,9 @@ def per_transfer(rounds: int) -> None:
                         got[(side, p, n)].append(run(tool, p, n, launch.get(side, ())))
             print(f"round {rnd + 1} of {rounds}", flush=True)
     for p, (few, many) in TRANSFERS.items():
-        more = many - few
-        print(f"\n{p}\n\n| side | transfers/s, {few:,} | transfers/s, {many:,} | per transfer, the {more:,} more: "
-              "transfers/s | user µs | system µs |")  # fmt: skip
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
-        for side in (x for x in sides if got[(x, p, few)]):
-            a_runs, b_runs = got[(side, p, few)], got[(side, p, many)]
-            per = [[(b[k] - a[k]) / more for a, b in zip(a_runs, b_runs, strict=True)] for k in range(3)]
-            cells = [f"{statistics.median(few / a[0] for a in a_runs):,.0f}"]
-            cells.append(f"{statistics.median(many / b[0] for b in b_runs):,.0f}")
-            cells.append(f"{1 / statistics.median(per[0]):,.0f}")
-            cells += [f"{statistics.median(x) * 1e6:.2f} ({min(x) * 1e6:.2f}–{max(x) * 1e6:.2f})" for x in per[1:]]
-            print(f"| {side} | " + " | ".join(cells) + " |")
+        print(f"\n{p}\n")
+        runs = {side: (got[(side, p, few)], got[(side, p, many)]) for side in sides if got[(side, p, few)]}
+        per_item_table("transfer", few, many, runs)
     print(f"(medians of {rounds} rounds, turns rotating; CPU: the process tree's, mpirun's too)")
 
 
@@ -363,11 +357,7 @@ def find(storage: str, rounds: int) -> None:
         print(what, flush=True)
         phase = stack.enter_context(bench.io500_fsbench(root, io5))
         d = stack.enter_context(bench.io500_peer_folder(root / "peer-io500"))
-        commands = bench.io500_peer_commands(d, io5)
-        for p in WRITES:
-            phase(p)
-            if p in commands:
-                bench.io500_peer_phase(bin_dir, d, p, io5)
+        bench.io500_writes(bin_dir, d, io5, phase)
         for rnd in range(rounds):
             for t in FIND_TURNS[rnd % 4 :] + FIND_TURNS[: rnd % 4]:
                 if t.startswith("pfind"):

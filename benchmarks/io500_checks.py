@@ -23,7 +23,6 @@ spec.loader.exec_module(bench)
 ph = bench.ph500
 
 CHECKED = {"ior-easy-read": "-R", "ior-hard-read": "-R", "mdtest-hard-read": "-X"}  # the peer's check flag
-WRITES = ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write", "mdtest-hard-write"]
 
 
 def main(rounds: int) -> None:
@@ -34,10 +33,7 @@ def main(rounds: int) -> None:
         print(what, flush=True)
         with bench.io500_fsbench(root, io5) as phase, bench.io500_peer_folder(root / "peer-io500") as d:
             commands = bench.io500_peer_commands(d, io5)
-            for p in WRITES:
-                phase(p)
-                if p in commands:
-                    bench.io500_peer_phase(bin_dir, d, p, io5)
+            bench.io500_writes(bin_dir, d, io5, phase)
             for rnd in range(rounds):
                 for p, flag in CHECKED.items():
                     for check in (True, False) if rnd % 2 == 0 else (False, True):

@@ -289,6 +289,21 @@ def peer_value(bin_dir: Path, tool: str, args: list[str], phase: str) -> float:
     return float(line.split()[2]) / 1e3
 
 
+# IO500's phases before its first read, in its order (the timestamp: find's -newer)
+IO500_WRITES = ["ior-easy-write", "mdtest-easy-write", "timestamp", "ior-hard-write", "mdtest-hard-write"]
+
+
+def io500_writes(bin_dir: Path, d: Path, io5: dict, *fsbench_phases) -> None:
+    """IO500's write phases once, phase by phase: by each of fsbench's (io500_fsbench's phase functions) and by the
+    peer on its folder `d`; what the read, stat and find phases after them act on."""
+    commands = io500_peer_commands(d, io5)
+    for p in IO500_WRITES:
+        for phase in fsbench_phases:
+            phase(p)
+        if p in commands:
+            io500_peer_phase(bin_dir, d, p, io5)
+
+
 @contextlib.contextmanager
 def io500_peer_folder(top: Path):
     """A peer's data folder, top/data (ior-easy, ior-hard made ahead, as io500.sh does), and pfind's timestamp file
