@@ -73,6 +73,18 @@ AS_MDTEST = ("(f->op == 4 ? O_RDWR : O_RDONLY)", "if (f->op == 4 && lseek(")
 READ_ONLY = ("O_RDONLY", "if (0 && lseek(")
 
 
+def loops_variant(folder: Path, *swaps: tuple[str, str]) -> Path:
+    """loops.c with each (old, new) of `swaps` made, written into `folder`; each old text must be there once, else
+    loops.c has moved on from what this script changes."""
+    text = loops.SOURCE.read_text()
+    for old, new in swaps:
+        assert text.count(old) == 1, f"loops.c no longer holds {old!r} once: this script changes it there"
+        text = text.replace(old, new)
+    variant = folder / "loops.c"
+    variant.write_text(text)
+    return variant
+
+
 @contextlib.contextmanager
 def loaded(variant: Path):
     """loops.c's `variant` loaded for this turn (the forked processes inherit it); the library as it was after."""
@@ -89,11 +101,8 @@ def main(rounds: int, times: int, storage: str = "ext4-ram") -> None:
     io5, bin_dir = copy.deepcopy(bench.SCALES[storage].io5), bench.peers.build()
     for family in ("mdtest-easy", "mdtest-hard"):
         io5[family]["n"] *= times
-    text = loops.SOURCE.read_text()
-    assert all(text.count(a) == 1 for a in AS_MDTEST), "loops.c's file read is no longer where this script changes it"
     work = Path(tempfile.mkdtemp(prefix="fsbench-io500-causes-"))
-    variant = work / "loops.c"
-    variant.write_text(text.replace(AS_MDTEST[0], READ_ONLY[0]).replace(AS_MDTEST[1], READ_ONLY[1]))
+    variant = loops_variant(work, *zip(AS_MDTEST, READ_ONLY, strict=True))
     got = {(p, t): [] for p in PHASES for t in TURNS}
     with contextlib.ExitStack() as stack:
         stack.callback(shutil.rmtree, work, ignore_errors=True)
@@ -250,6 +259,7 @@ AS_IOR = (
     "n = (gettimeofday(&(struct timeval){0}, NULL), lseek(p->fd, off, SEEK_SET) < 0 ? -1"
     " : read(p->fd, p->buf, p->transfer));"
 )
+AS_IOR_SIDE = "fsbench with IOR's calls"
 # the transfers of the fewer and the more run of each phase; the more: ~0.5 s on bench-peers' RAM ext4
 TRANSFERS = {"ior-rnd4K-easy-read": (50_000, 450_000), "ior-hard-write": (2_000, 18_000)}
 
@@ -259,13 +269,10 @@ def per_transfer(rounds: int) -> None:
     IOR's arguments as io500 passes them for one process (rnd4K: -z -z, -D with its wear-out, a stonewall far
     off so that -s ends it), IOR's own time of the phase (its total(s): open to close)."""
     bin_dir = bench.peers.build()
-    text = loops.SOURCE.read_text()
-    assert text.count(PREAD) == 1, "loops.c's ior read is no longer where this script changes it"
     with tempfile.TemporaryDirectory(prefix="fsbench-io500-causes-") as work, bench.ext4_ram() as (root, what):
         print(what, flush=True)
-        variant = Path(work) / "loops.c"
-        variant.write_text(text.replace("#include <sys/stat.h>", "#include <sys/stat.h>\n#include <sys/time.h>", 1)
-                           .replace(PREAD, AS_IOR))  # fmt: skip
+        include = ("#include <sys/stat.h>", "#include <sys/stat.h>\n#include <sys/time.h>")
+        variant = loops_variant(Path(work), include, (PREAD, AS_IOR))
         io5 = copy.deepcopy(bench.SCALES["ext4-ram"].io5)
         commands = bench.io500_peer_commands(root, io5)
         for folder in ("ior-easy", "ior-hard"):
@@ -288,20 +295,20 @@ def per_transfer(rounds: int) -> None:
             "ior-hard-write": root / "ior-hard" / "file",
         }
 
-        def run(side: str, phase: str, n: int, launch=()) -> tuple[float, float, float]:
+        def run(side: str, phase: str, n: int) -> tuple[float, float, float]:
             """(seconds, user s, system s) of `side`'s `phase` of n transfers."""
             if phase.endswith("write"):
                 path[phase].unlink(missing_ok=True)
                 os.sync()
-            if side in ("fsbench", "as IOR"):
-                more = [str(variant)] if side == "as IOR" else []
+            if side.startswith("fsbench"):
+                more = [str(variant)] if side == AS_IOR_SIDE else []
                 argv = [sys.executable, "-c", IOR_LOOP, phase, str(n), str(path[phase]), str(CPU), *more]
                 out, user, system = timed(argv)
                 seconds, done = out.split()
                 assert int(done) == n, f"fsbench's {phase} did {done} transfers of {n}"
                 return float(seconds), user, system
             args = [a.replace("{n}", str(n)) for a in ior[phase]]
-            out, user, system = timed([*launch, str(bin_dir / "ior"), *args])
+            out, user, system = timed([*launch[side], str(bin_dir / "ior"), *args])
             op = "write" if phase.endswith("write") else "read"
             results = out.split("Summary of all tests:")[0].splitlines()
             return float(next(f[9] for x in results if (f := x.split()) and f[0] == op)), user, system
@@ -310,16 +317,15 @@ def per_transfer(rounds: int) -> None:
             "IOR under mpirun": bench.peers.mpirun(1),
             f"IOR alone on CPU {CPU}": ["taskset", "-c", str(CPU)],
         }
-        sides = [*launch, "fsbench", "fsbench with IOR's calls"]
+        sides = [*launch, "fsbench", AS_IOR_SIDE]
         got = {(side, p, n): [] for side in sides for p, ns in TRANSFERS.items() for n in ns}
         for rnd in range(rounds):
             for p, ns in TRANSFERS.items():
                 for n in ns:
                     for side in sides[rnd % 4 :] + sides[: rnd % 4]:
-                        if side == "fsbench with IOR's calls" and p.endswith("write"):
+                        if side == AS_IOR_SIDE and p.endswith("write"):
                             continue  # the variant changes reads only
-                        tool = {"fsbench": "fsbench", "fsbench with IOR's calls": "as IOR"}.get(side, "ior")
-                        got[(side, p, n)].append(run(tool, p, n, launch.get(side, ())))
+                        got[(side, p, n)].append(run(side, p, n))
             print(f"round {rnd + 1} of {rounds}", flush=True)
     for p, (few, many) in TRANSFERS.items():
         print(f"\n{p}\n")
@@ -344,15 +350,11 @@ def find(storage: str, rounds: int) -> None:
     fsbench, by fsbench stating each name found by its whole path as pfind does, by pfind (as io500 runs it) and
     by pfind in one process, turns rotating."""
     bin_dir = bench.peers.build()
-    text = loops.SOURCE.read_text()
-    assert text.count(FSTATAT) == 1, "loops.c's find stat is no longer where this script changes it"
     io5 = copy.deepcopy(bench.SCALES[storage].io5)
     got = {t: [] for t in FIND_TURNS}
-    ranks = bench.RANKS
     with contextlib.ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="fsbench-io500-causes-")))
-        variant = work / "loops.c"
-        variant.write_text(text.replace(FSTATAT, AS_PFIND))
+        variant = loops_variant(work, (FSTATAT, AS_PFIND))
         root, what = stack.enter_context(bench.STORAGE[storage]())
         print(what, flush=True)
         phase = stack.enter_context(bench.io500_fsbench(root, io5))
@@ -361,9 +363,8 @@ def find(storage: str, rounds: int) -> None:
         for rnd in range(rounds):
             for t in FIND_TURNS[rnd % 4 :] + FIND_TURNS[: rnd % 4]:
                 if t.startswith("pfind"):
-                    bench.RANKS = 1 if t == "pfind, one process" else ranks
-                    got[t].append(bench.io500_peer_phase(bin_dir, d, "find", io5))
-                    bench.RANKS = ranks
+                    ranks = 1 if t == "pfind, one process" else bench.RANKS
+                    got[t].append(bench.io500_peer_phase(bin_dir, d, "find", io5, ranks))
                 elif t == "fsbench":
                     got[t].append(phase("find")["value"])
                 else:

@@ -140,8 +140,8 @@ class Phase:
 # --- the peers ----------------------------------------------------------------------------------------------
 
 
-def mpirun(bin_dir: Path, tool: str, args: list[str]) -> str:
-    argv = [*peers.mpirun(RANKS), str(bin_dir / tool), *args]
+def mpirun(bin_dir: Path, tool: str, args: list[str], ranks: int = RANKS) -> str:
+    argv = [*peers.mpirun(ranks), str(bin_dir / tool), *args]
     proc = subprocess.run(argv, capture_output=True, text=True, env=os.environ | peers.MPI_ENV, timeout=1800)
     if proc.returncode:
         raise RuntimeError(f"{' '.join(argv)} failed ({proc.returncode}): {proc.stderr[-2000:]}{proc.stdout[-2000:]}")
@@ -262,28 +262,28 @@ def io5_bytes(size: str) -> int:
 MD_PHASE_LINE = {"write": "File creation", "stat": "File stat", "read": "File read", "delete": "File removal"}
 
 
-def io500_peer_phase(bin_dir: Path, d: Path, phase: str, io5: dict) -> float:
+def io500_peer_phase(bin_dir: Path, d: Path, phase: str, io5: dict, ranks: int = RANKS) -> float:
     """The peer's value of one phase on its folder `d`, in IO500's units (GiB/s, kIOPS); no cache dropped, as
     neither io500 (drop-caches false, its default) nor fsbench's io500 phases then drop one."""
     tool, args = io500_peer_commands(d, io5)[phase]
-    return peer_value(bin_dir, tool, args, phase)
+    return peer_value(bin_dir, tool, args, phase, ranks)
 
 
-def peer_value(bin_dir: Path, tool: str, args: list[str], phase: str) -> float:
+def peer_value(bin_dir: Path, tool: str, args: list[str], phase: str, ranks: int = RANKS) -> float:
     """What the peer `tool` run with `args` reports for IO500's `phase`, in IO500's units."""
     if tool == "pfind":
-        out = mpirun(bin_dir, "pfind", args)
+        out = mpirun(bin_dir, "pfind", args, ranks)
         return float(re.search(r"rate: ([0-9.]+) kiops", out).group(1))
     if tool == "find":
         t0 = time.perf_counter()
         out = subprocess.run(["find", *args], capture_output=True, text=True, check=True).stdout
         return len(out.splitlines()) / (time.perf_counter() - t0) / 1e3
     if tool == "ior":
-        out = mpirun(bin_dir, "ior", args)
+        out = mpirun(bin_dir, "ior", args, ranks)
         op = "write" if phase.endswith("write") else "read"
         summary = out.split("Summary of all tests:")[-1].splitlines()
         return next(float(f[1]) for x in summary if (f := x.split()) and f[0] == op) / 1024
-    out = mpirun(bin_dir, "mdtest", args)
+    out = mpirun(bin_dir, "mdtest", args, ranks)
     name = MD_PHASE_LINE[phase.rsplit("-", 1)[1]]
     line = next(x for x in out.splitlines() if x.strip().startswith(name))
     return float(line.split()[2]) / 1e3
