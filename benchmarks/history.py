@@ -144,7 +144,13 @@ def suspect_store(rng, before: int, wobbly: bool, repeated: bool) -> tuple[int, 
 
 @functools.cache
 def best_at_its_run(
-    factor: float, after: int | None, before: int = RUNS, sigma=NOISE, n: int = 200_000, levels: bool = True
+    factor: float,
+    after: int | None,
+    before: int = RUNS,
+    sigma=NOISE,
+    n: int = 200_000,
+    levels: bool = True,
+    size: bool = True,
 ) -> float:
     """The share of such steps that any rule finds at exactly their run, at best: the rule that knows both levels
     and the noise and names the most probable run given the values, among the runs the step may be at. `after`
@@ -154,7 +160,8 @@ def best_at_its_run(
     a run's noise carries it past the midpoint between the levels, no rule can tell that run's side.
     `sigma` a tuple: each series' noise drawn uniformly from it. `levels` False: the rule knows the step's size
     (×factor, either way) and the noise but not the level the series starts at (every level alike), so it must
-    estimate the levels from the values, as every real rule must: the best such a rule can do."""
+    estimate the levels from the values, as every real rule must: the best such a rule can do. `size` False too:
+    nor the step's size (every size alike), as fsbench's rule (changes._max_t's most probable cut)."""
     rng = np.random.default_rng(1)
     total = RUNS if after is None else before + after
     lo, hi = (changes.MIN_SIZE, RUNS - changes.MIN_SIZE) if after is None else (1, total - 1)
@@ -170,7 +177,10 @@ def best_at_its_run(
     # The level integrated out (flat): the step at run k, by ±d, scores ±d·Σ_{i≥k}(x_i − x̄) − d²·k(n−k)/(2n), over σ².
     k = np.arange(lo, hi + 1)
     tail = np.cumsum((x - x.mean(axis=1, keepdims=True))[:, ::-1], axis=1)[:, ::-1][:, k]
-    score = np.logaddexp(d * tail / s**2, -d * tail / s**2) - d * d * k * (total - k) / (2 * total * s**2)
+    if size:
+        score = np.logaddexp(d * tail / s**2, -d * tail / s**2) - d * d * k * (total - k) / (2 * total * s**2)
+    else:  # the size integrated out too (flat): the fitted step's gain, less the log of its standard error
+        score = total * tail**2 / (2 * s**2 * k * (total - k)) - 0.5 * np.log(k * (total - k))
     return float(np.mean(score.argmax(axis=1) + lo == at))
 
 
@@ -203,6 +213,7 @@ def table(stores: int, flat_stores: int, seed: int) -> list[dict]:
             }
         )
     best, level_free = best_at_its_run(1.1, None), best_at_its_run(1.1, None, levels=False)
+    size_free = best_at_its_run(1.1, None, levels=False, size=False)
     count = stores * STEPPED
     exact, near = ten_percent_alone(np.random.default_rng(seed + 10), count)
     exact_s, near_s, alarms = ten_percent_stores(np.random.default_rng(seed + 11), stores)
@@ -217,6 +228,7 @@ def table(stores: int, flat_stores: int, seed: int) -> list[dict]:
                 "value": found / count,
                 "best": best,
                 "level_free": level_free,
+                "size_free": size_free,
                 "n": count,
                 "target": f"≥ best − {NEAR_BOUND * 100:.0f} points",
                 "ok": found / count >= best - NEAR_BOUND,
@@ -266,16 +278,17 @@ def reading(rows: list[dict]) -> list[str]:
     ]
     for r in rows:
         if "best" in r and r["case"].startswith("10 %"):
-            gap, free = (r["best"] - r["value"]) * 100, (r["level_free"] - r["value"]) * 100
+            gap, blind = (r["best"] - r["value"]) * 100, (r["size_free"] - r["value"]) * 100
             lines.append(
                 f"- {r['case']}: {r['value']:.1%} against {r['best']:.1%} for the best any rule can do under the "
                 f"same constraint, {abs(gap):.1f} points {'under' if gap > 0 else 'over'} it (target: within "
                 f"{NEAR_BOUND * 100:.0f}): {'met' if r['ok'] else 'missed'}. A rule that must estimate the levels "
-                f"from the values can do at best {r['level_free']:.1%} (knowing the step's size and the noise; "
-                f"{(r['best'] - r['level_free']) * 100:.1f} points under the first: the price of not knowing the "
-                f"levels), {abs(free):.1f} points {'over' if free > 0 else 'under'} this figure; the sampling error "
-                f"of {r['n']} steps is {100 * np.sqrt(r['value'] * (1 - r['value']) / r['n']):.1f} points (one "
-                "standard error)."
+                f"from the values, as every real one must, can do at best {r['level_free']:.1%} knowing the step's "
+                f"size and the noise ({(r['best'] - r['level_free']) * 100:.1f} points under the first: the price of "
+                f"not knowing the levels), and {r['size_free']:.1%} knowing neither the levels nor the step's size "
+                f"(as fsbench's rule does not); this figure is {abs(blind):.1f} points "
+                f"{'under' if blind > 0 else 'over'} the latter, and its sampling error on {r['n']} steps is "
+                f"{100 * np.sqrt(r['value'] * (1 - r['value']) / r['n']):.1f} points (one standard error)."
             )
     missed = [r["case"] for r in rows if not r["ok"]]
     lines.append(f"- Targets missed: {len(missed)} of {len(rows)}" + (f" ({'; '.join(missed)})." if missed else "."))
@@ -291,12 +304,13 @@ def markdown(rows: list[dict], stores: int, flat_stores: int, seed: int, seconds
         f"(or {stores * STEPPED} steps) per step row, seeds from {seed} ({which}), {seconds:.0f} s. Method: "
         "benchmarks/history.py's docstring and fsbench/history/changes.py's.",
         "",
-        "| case | figure | share | best any rule can do | best not knowing the levels | target | met |",
+        "| case | figure | share | best any rule can do | best not knowing the levels (nor the step's size) | target "
+        "| met |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         best, met = f"{r['best']:.1%}" if "best" in r else "—", "yes" if r["ok"] else "NO"
-        free = f"{r['level_free']:.1%}" if "level_free" in r else "—"
+        free = f"{r['level_free']:.1%} ({r['size_free']:.1%})" if "level_free" in r else "—"
         lines.append(f"| {r['case']} | {r['figure']} | {r['value']:.1%} | {best} | {free} | {r['target']} | {met} |")
     lines += [
         "",

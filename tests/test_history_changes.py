@@ -62,10 +62,13 @@ def test_a_10_percent_step_at_a_random_run_is_found_there_near_the_bound():
 
 def test_the_best_a_rule_not_knowing_the_levels_can_do_lies_between_chance_and_the_bound():
     """best_at_its_run with `levels` False (the rule knows the step's size and the noise, not the level): under the
-    rule that knows both levels, far above chance (1 run in 18), every 3x step found, no 0.01 % one told."""
+    rule that knows both levels, far above chance (1 run in 18), every 3x step found, no 0.01 % one told; with
+    `size` False too, under it."""
     b = bench()
     known, estimated = b.best_at_its_run(1.1, None, n=20_000), b.best_at_its_run(1.1, None, n=20_000, levels=False)
     assert 0.8 < estimated < known, (estimated, known)
+    blind = b.best_at_its_run(1.1, None, n=20_000, levels=False, size=False)  # nor the step's size
+    assert 0.8 < blind < estimated, (blind, estimated)
     assert b.best_at_its_run(3.0, None, n=20_000, levels=False) > 0.999
     assert b.best_at_its_run(1.0001, None, n=20_000, levels=False) < 0.1
 
