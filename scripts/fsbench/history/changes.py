@@ -210,14 +210,14 @@ def _trigamma_inverse(y: float) -> float:
 
 @functools.cache
 def _null(n: int, min_size: int, d0: float = 0.0, pieces: int = 0, dof: float = 0.0) -> np.ndarray:
-    """The largest t over all cuts of flat series of n runs with normal noise, sorted: the null distribution of
-    the statistic best_cut picks, so that the choice of the cut is accounted for (the statistic does not depend
-    on the noise's level). With a prior worth d0 runs, each series' variance is drawn from it, and the draws are
-    judged in calls of `pieces` series, each call's prior estimated from its own series exactly as judge
-    estimates it from a store (noise_prior of each series' variance at its best cut, biased low under the null,
-    and as uncertain as `pieces` series make it): a prior taken as known would make the real statistic look
-    larger than its null. `dof`: the nights' noise a Student's t of that many degrees of freedom (tail_dof), 0
-    normal. A fixed seed: the same store gives the same answer every time."""
+    """The largest t over all cuts of flat series of n runs (normal noise, or Student's t of `dof`), sorted: the
+    null distribution of the statistic best_cut picks, so that the choice of the cut is accounted for (the
+    statistic does not depend on the noise's level). With a prior worth d0 runs, each series' variance is drawn
+    from it, and the draws are judged in calls of `pieces` series, each call's prior estimated from its own series
+    exactly as judge estimates it from a store (noise_prior of each series' variance at its best cut, biased low
+    under the null, and as uncertain as `pieces` series make it): a prior taken as known would make the real
+    statistic look larger than its null. `dof` as tail_dof reads it from the store. A fixed seed: the same store
+    gives the same answer every time."""
     rng = np.random.default_rng(20261205)
     calls = max(NULL_DRAWS // max(pieces, PRIOR_SERIES), 1)
     per_call = NULL_DRAWS // calls
