@@ -180,11 +180,19 @@ def tail_dof(pieces: list, min_size: int = MIN_SIZE) -> float:
 
 
 def _kurtosis(pieces, min_size: int) -> float:
-    pooled = []
+    """The kurtosis of the pieces' pooled residuals (tail_dof), pieces of one length taken together."""
+    by_length: dict[int, list] = {}
     for lg in pieces:
-        cut = int(_max_t(np.asarray(lg)[None, :], min_size)[0][0])
-        r = np.concatenate([part - part.mean() for part in (lg[:cut], lg[cut:])])
-        pooled.append(r / max(np.sqrt(np.sum(r**2) / len(r)), 1e-12))
+        by_length.setdefault(len(lg), []).append(lg)
+    pooled = []
+    for n, same in by_length.items():
+        logs = np.asarray(same, dtype=float)
+        before = np.arange(n) < _max_t(logs, min_size)[0][:, None]
+        r = np.zeros_like(logs)
+        for part in (before, ~before):
+            mean = np.where(part, logs, 0).sum(axis=1) / part.sum(axis=1)
+            r = np.where(part, logs - mean[:, None], r)
+        pooled.append((r / np.maximum(np.sqrt(np.mean(r**2, axis=1, keepdims=True)), 1e-12)).ravel())
     z = np.concatenate(pooled)
     return float(np.mean(z**4))
 
@@ -194,7 +202,7 @@ def _tail_kurtosis(n: int, min_size: int, dof: float) -> float:
     """_kurtosis of flat series of n runs with Student's t noise of `dof` (0: normal)."""
     rng = np.random.default_rng(20261207)
     draws = rng.standard_t(dof, (4000, n)) if dof else rng.standard_normal((4000, n))
-    return _kurtosis(list(draws), min_size)
+    return _kurtosis(draws, min_size)
 
 
 def _trigamma_inverse(y: float) -> float:
