@@ -18,7 +18,8 @@ value is the median of its repeats; its lowest and highest repeat go to judge as
   rule can do under the same constraint (best_at_its_run: the rule that knows both levels and the noise and
   names the most probable run among those same runs); at its run or one off ≥ 95 %. Beside that bound, the best a
   rule can do that must estimate the levels from the values, as every real rule must (best_at_its_run with
-  `levels` False: it still knows the step's size and the noise, so no rule that knows less does better).
+  `levels` False: it still knows the step's size and the noise, so no rule that knows less does better), and in
+  brackets the best a rule knowing the noise alone can do (`size` False too), as fsbench's knows even less.
 - a 3× step: stores of 50 series, 10 of them stepping by ×3 or ×1/3 at their last run (20 runs before it, 1
   after); found = `suspected` at that run. Target: ≥ 99 %. The same after only 3 runs of one repeat each (a new
   series' fourth night) and after only 2 runs of REPEATS repeats (its third night: issue 40's nightly job), each
