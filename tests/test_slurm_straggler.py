@@ -29,6 +29,7 @@ pytestmark = [needs_root, needs_throttle, pytest.mark.e2e]
 HERE, OTHER = socket.gethostname(), "fsbench-n2"
 FAST, SLOW = 48 * 10**6, 16 * 10**6  # bytes/s: the first done after about 1 s, the other after 3 s
 SIZE = 48 * 2**20
+AHEAD = 0.35  # s: how far ahead of its rate blk-throttle may let a group that starts after idling run (below)
 
 
 @contextmanager
@@ -85,9 +86,13 @@ def test_a_throttled_host_is_a_straggler_with_first_and_last_done_and_the_stonew
         took = {h: rows[h]["seconds"] for h in (HERE, OTHER)}
         assert hosts["first_done_s"] == pytest.approx(took[HERE], abs=0.25), (op, took, hosts)
         assert theirs["last_done_s"] == pytest.approx(took[OTHER], abs=0.25), (op, took, hosts)
-        # the throttle's own precision: the kernel's blk-throttle may let a group run up to a slice (~0.1 s) ahead
-        # when it starts after idling (CI: the fast host's 48 MiB in 0.90 s, not 1.05)
-        assert took == pytest.approx({HERE: SIZE / FAST, OTHER: SIZE / SLOW}, abs=0.2), op
+        # The throttle held each host: never more than 0.2 s behind its rate, and ahead by no more than the kernel's
+        # blk-throttle lets a group run when it starts after idling (its slices rounded up, bytes carried over):
+        # CI saw the fast host's 48 MiB in 0.90 s and in 0.82 s where its 48 MB/s makes 1.05; the 0.82 s run's own
+        # series had 8.4 MB in its first 10 ms (the slow host's 4.2 MB in its first 100 ms, 2.95 s for 3.15): the
+        # burst is after the clock started. This test's claims are fsbench's bookkeeping, not the kernel's precision.
+        for host, rate in ((HERE, FAST), (OTHER, SLOW)):
+            assert SIZE / rate - AHEAD <= took[host] <= SIZE / rate + 0.2, (op, host, took)
         assert hosts["tail_s"] == pytest.approx(took[OTHER] - took[HERE], abs=0.25), (op, took, hosts)
         # When the fast host finished, the slow one had moved its own series' rate × the time it had run by then
         mine_start, their_start = series[HERE]["start"], series[OTHER]["start"]
