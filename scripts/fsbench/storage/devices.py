@@ -65,7 +65,11 @@ def loop_backing() -> dict[str, str]:
     """Attached loop devices and their backing files, read from sysfs."""
     found = {}
     for backing in Path("/sys/block").glob("loop*/loop/backing_file"):
-        found[f"/dev/{backing.parent.parent.name}"] = backing.read_text().strip().removesuffix(" (deleted)")
+        try:
+            text = backing.read_text()
+        except OSError:  # detached by someone else since the glob (ENODEV, ENOENT): not attached, not listed
+            continue
+        found[f"/dev/{backing.parent.parent.name}"] = text.strip().removesuffix(" (deleted)")
     return found
 
 
