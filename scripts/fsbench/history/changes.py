@@ -185,13 +185,8 @@ def _kurtosis(pieces, min_size: int) -> float:
     for lg in pieces:
         by_length.setdefault(len(lg), []).append(lg)
     pooled = []
-    for n, same in by_length.items():
-        logs = np.asarray(same, dtype=float)
-        before = np.arange(n) < _max_t(logs, min_size)[0][:, None]
-        r = np.zeros_like(logs)
-        for part in (before, ~before):
-            mean = np.where(part, logs, 0).sum(axis=1) / part.sum(axis=1)
-            r = np.where(part, logs - mean[:, None], r)
+    for same in by_length.values():
+        r = _residuals(np.asarray(same, dtype=float), min_size)[0]
         pooled.append((r / np.maximum(np.sqrt(np.mean(r**2, axis=1, keepdims=True)), 1e-12)).ravel())
     z = np.concatenate(pooled)
     return float(np.mean(z**4))
@@ -241,18 +236,24 @@ def _null(n: int, min_size: int, d0: float = 0.0, pieces: int = 0, dof: float = 
     return np.sort(np.concatenate(found))
 
 
+def _residuals(logs: np.ndarray, min_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's residuals from the mean of its segment, the two segments of its best cut; and which runs lie
+    before the cut."""
+    before = np.arange(logs.shape[-1]) < _max_t(logs, min_size)[0][:, None]
+    r = np.zeros_like(logs)
+    for part in (before, ~before):
+        mean = np.where(part, logs, 0).sum(axis=1) / part.sum(axis=1)
+        r = np.where(part, logs - mean[:, None], r)
+    return r, before
+
+
 def _residual_variances(logs: np.ndarray, min_size: int) -> np.ndarray:
     """Each row's noise as a variance, within the two segments of its best cut (a step does not inflate it)."""
-    n = logs.shape[-1]
-    cut = _max_t(logs, min_size)[0]
-    idx = np.arange(n)
-    before = idx < cut[:, None]
+    r, before = _residuals(logs, min_size)
     ss = 0.0
     for part in (before, ~before):
-        k = part.sum(axis=1)
-        mean = np.where(part, logs, 0).sum(axis=1) / k
-        ss = ss + np.where(part, (logs - mean[:, None]) ** 2, 0).sum(axis=1)
-    return ss / (n - 2)
+        ss = ss + np.where(part, r**2, 0).sum(axis=1)
+    return ss / (logs.shape[-1] - 2)
 
 
 def best_cut(
